@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* toren-sandbox run [OPTIONS] [--] CMD [ARG...] */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "launch.h"
+#include "paths.h"
+#include "policy.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: toren-sandbox run [OPTIONS] [--] CMD [ARG...]\n"
+	      "\n"
+	      "  -t, --tty              give CMD a pty when stdin is a terminal\n"
+	      "      --timeout SECONDS  kill the whole sandbox after this long (exit 124)\n"
+	      "      --workspace DIR    bind DIR at /home/user (default: a fresh directory)\n"
+	      "      --keep             keep the fresh workspace and upper dir afterwards\n"
+	      "      --image DIR        root file system directory (default: the host image)\n"
+	      "  -e, --env NAME[=VALUE] let NAME in (host value, or VALUE); repeatable\n"
+	      "      --memory SIZE      memory limit (cgroup, else RLIMIT_AS)\n"
+	      "      --pids N           process limit (cgroup, else RLIMIT_NPROC)\n"
+	      "      --cpus N           CPU limit (cgroup only)\n"
+	      "      --policy FILE      sandbox policy (YAML, see toren-sandbox-policy(5))\n"
+	      "      --user NAME        `user` (default) or `root` (needs subordinate ids)\n"
+	      "      --dry-run          print the helper command line and exit\n"
+	      "  -v, --verbose          say what is being done\n"
+	      "  -h, --help             show this help\n",
+	      f);
+}
+
+static int bad(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "toren-sandbox run: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return 2;
+}
+
+int ts_cmd_run(int argc, char **argv)
+{
+	enum { O_TIMEOUT = 256, O_WORKSPACE, O_KEEP, O_IMAGE, O_MEMORY, O_PIDS, O_CPUS, O_POLICY,
+	       O_USER, O_DRY_RUN };
+	static const struct option longopts[] = {
+		{ "tty", no_argument, NULL, 't' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "workspace", required_argument, NULL, O_WORKSPACE },
+		{ "keep", no_argument, NULL, O_KEEP },
+		{ "image", required_argument, NULL, O_IMAGE },
+		{ "env", required_argument, NULL, 'e' },
+		{ "memory", required_argument, NULL, O_MEMORY },
+		{ "pids", required_argument, NULL, O_PIDS },
+		{ "cpus", required_argument, NULL, O_CPUS },
+		{ "policy", required_argument, NULL, O_POLICY },
+		{ "user", required_argument, NULL, O_USER },
+		{ "dry-run", no_argument, NULL, O_DRY_RUN },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct ts_run_opts o = { 0 };
+	struct ts_policy pol, cli;
+	struct ts_paths paths;
+	struct ts_error err = { 0 };
+	char defpol[4200];
+	unsigned long long v;
+	const char *policy_file = NULL;
+	int c, status = 0, r;
+
+	ts_policy_init(&pol);
+	ts_policy_init(&cli);
+	optind = 1;
+	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
+	while ((c = getopt_long(argc, argv, "+te:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			o.tty = true;
+			break;
+		case O_TIMEOUT:
+			if (ts_parse_duration_ms(optarg, &v) < 0 || v == 0)
+				return bad("bad --timeout `%s`: want seconds > 0", optarg);
+			cli.timeout_ms = v;
+			break;
+		case O_WORKSPACE:
+			o.workspace = optarg;
+			break;
+		case O_KEEP:
+			o.keep = true;
+			break;
+		case O_IMAGE:
+			o.image = optarg;
+			break;
+		case 'e':
+			if (ts_policy_add_env(&cli, optarg, &err) < 0)
+				return bad("%s", err.msg);
+			break;
+		case O_MEMORY:
+			if (ts_parse_size(optarg, &v) < 0 || v < (4ULL << 20))
+				return bad("bad --memory `%s`: want a size >= 4M", optarg);
+			cli.memory_bytes = v;
+			break;
+		case O_PIDS:
+			if (ts_parse_ull(optarg, &v) < 0 || v == 0 || v > 4194304)
+				return bad("bad --pids `%s`: want 1..4194304", optarg);
+			cli.pids = v;
+			break;
+		case O_CPUS: {
+			char *end;
+			double d = strtod(optarg, &end);
+
+			if (*end || end == optarg || !(d > 0) || d > 1024)
+				return bad("bad --cpus `%s`: want a number in (0, 1024]", optarg);
+			cli.cpus = d;
+			break;
+		}
+		case O_POLICY:
+			policy_file = optarg;
+			break;
+		case O_USER:
+			if (!strcmp(optarg, "root"))
+				o.as_root = true;
+			else if (strcmp(optarg, "user") != 0)
+				return bad("bad --user `%s`: want `user` or `root`", optarg);
+			break;
+		case O_DRY_RUN:
+			o.dry_run = true;
+			break;
+		case 'v':
+			o.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	o.argv = argv + optind;
+
+	/* Policy: the default file, then --policy, then the flags. */
+	r = ts_paths_init(&paths, &err);
+	if (r < 0)
+		goto fail;
+	snprintf(defpol, sizeof(defpol), "%s/default.yaml", paths.policy_dir);
+	if (access(defpol, F_OK) == 0 && (r = ts_policy_load(&pol, defpol, &err)) < 0)
+		goto fail;
+	if (policy_file && (r = ts_policy_load(&pol, policy_file, &err)) < 0)
+		goto fail;
+	if (cli.timeout_ms)
+		pol.timeout_ms = cli.timeout_ms;
+	if (cli.memory_bytes)
+		pol.memory_bytes = cli.memory_bytes;
+	if (cli.pids)
+		pol.pids = cli.pids;
+	if (cli.cpus > 0)
+		pol.cpus = cli.cpus;
+	for (size_t i = 0; i < cli.n_env; i++)
+		if ((r = ts_policy_add_env(&pol, cli.env[i], &err)) < 0)
+			goto fail;
+	o.policy = &pol;
+
+	r = ts_run(&o, &status, &err);
+	if (r < 0)
+		goto fail;
+	ts_policy_free(&pol);
+	ts_policy_free(&cli);
+	return status;
+fail:
+	fprintf(stderr, "toren-sandbox: %s\n", err.msg);
+	ts_policy_free(&pol);
+	ts_policy_free(&cli);
+	return TS_EXIT_SETUP;
+}

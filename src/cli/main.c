@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* toren-sandbox: the command line. A thin client of the host library. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "run", ts_cmd_run, "run a command in a new sandbox" },
+	{ "doctor", ts_cmd_doctor, "check what the host gives the runtime, with fixes" },
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: toren-sandbox [--help] [--version] COMMAND [ARGS...]\n\ncommands:\n", f);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nsee toren-sandbox(1); `toren-sandbox COMMAND --help` for options\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("toren-sandbox %s\n", TS_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "toren-sandbox: unknown command `%s` (see --help)\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdarg.h>
+
+/*
+ * The error every fallible function fills. Fixed size, no pointers: it works after
+ * fork() and crosses a pipe or socket unchanged (the helper's child writes it to its
+ * parent verbatim).
+ */
+struct ts_error {
+	int code;       /* positive errno value, 0 when no error */
+	char msg[512];  /* lowercase, no trailing period, names in backticks */
+};
+
+/*
+ * Set err to (-r, formatted message) and return r, so that callers can write
+ * `return ts_err(err, -errno, "open `%s`", p);`. r must be a negative errno value.
+ * err may be NULL.
+ */
+int ts_err(struct ts_error *err, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* As ts_err, and appends ": strerror(-r)". */
+int ts_err_errno(struct ts_error *err, int r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Prefix the message already in err with context: "context: old message". Returns r. */
+int ts_err_prefix(struct ts_error *err, int r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Reset err to "no error". */
+void ts_err_clear(struct ts_error *err);

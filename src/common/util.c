@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+int ts_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int ts_read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int ts_write_file_at(int dirfd, const char *path, const char *content)
+{
+	_cleanup_close_ int fd = -EBADF;
+
+	fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return ts_write_all(fd, content, strlen(content));
+}
+
+int ts_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(max);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len + 1 >= max)
+			return -EFBIG;
+		n = read(fd, buf + len, max - 1 - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int ts_mkdir_p(int dirfd, const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdirat(dirfd, buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdirat(dirfd, buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int ts_rm_children(int dfd, dev_t dev, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (depth > 4096)
+		return -ELOOP;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT && !r)
+				r = -errno;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			int sub;
+
+			/* Never descend into another file system: a mount point inside means
+			 * something is still mounted and removing through it is wrong. */
+			if (st.st_dev != dev) {
+				if (!r)
+					r = -EBUSY;
+				continue;
+			}
+			sub = openat(dirfd(d), de->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0) {
+				/* A directory without x/r bits we own: make it removable. */
+				if (errno == EACCES &&
+				    fchmodat(dirfd(d), de->d_name, 0700, 0) == 0)
+					sub = openat(dirfd(d), de->d_name,
+						     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+							     O_CLOEXEC);
+				if (sub < 0) {
+					if (!r)
+						r = -errno;
+					continue;
+				}
+			}
+			int k = ts_rm_children(sub, dev, depth + 1);
+			if (k < 0 && !r)
+				r = k;
+			if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+			    !r)
+				r = -errno;
+		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT && !r) {
+			r = -errno;
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int ts_rm_rf_at(int dirfd, const char *name)
+{
+	struct stat st;
+	int fd, r;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = ts_rm_children(fd, st.st_dev, 0);
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && !r)
+		r = -errno;
+	return r;
+}
+
+int ts_parse_ull(const char *s, unsigned long long *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -errno;
+	if (*end)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int ts_parse_size(const char *s, unsigned long long *ret)
+{
+	char *end;
+	unsigned long long v, mul = 1;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -errno;
+	if (end == s)
+		return -EINVAL;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'k': case 'K': mul = 1ULL << 10; end++; break;
+	case 'm': case 'M': mul = 1ULL << 20; end++; break;
+	case 'g': case 'G': mul = 1ULL << 30; end++; break;
+	case 't': case 'T': mul = 1ULL << 40; end++; break;
+	default:
+		return -EINVAL;
+	}
+	if (*end == 'i' && mul > 1)
+		end++;
+	if ((*end == 'b' || *end == 'B') && mul > 1)
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (v > ULLONG_MAX / mul)
+		return -ERANGE;
+	*ret = v * mul;
+	return 0;
+}
+
+int ts_parse_duration_ms(const char *s, unsigned long long *ret)
+{
+	char *end;
+	double v, mul = 1000.0;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v != v)
+		return -EINVAL;
+	if (!strcmp(end, "") || !strcmp(end, "s"))
+		mul = 1000.0;
+	else if (!strcmp(end, "ms"))
+		mul = 1.0;
+	else if (!strcmp(end, "m"))
+		mul = 60000.0;
+	else if (!strcmp(end, "h"))
+		mul = 3600000.0;
+	else if (!strcmp(end, "d"))
+		mul = 86400000.0;
+	else
+		return -EINVAL;
+	if (v < 0 || v * mul > 1e15)
+		return -ERANGE;
+	*ret = (unsigned long long)(v * mul);
+	return 0;
+}
+
+bool ts_env_name_valid(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+		return false;
+	for (; s[n]; n++)
+		if (!((s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= 'a' && s[n] <= 'z') ||
+		      (s[n] >= '0' && s[n] <= '9') || s[n] == '_') || n >= 255)
+			return false;
+	return true;
+}
+
+bool ts_startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int ts_self_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= len - 1)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return -EINVAL;
+	*slash = '\0';
+	return 0;
+}
+
+unsigned long long ts_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000ULL;
+}

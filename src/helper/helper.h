@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The helper's state: everything main.c sequences, parsed once from argv and passed
+ * down explicitly. Documented for users in toren-sandbox-helper(8).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* Exit codes of the helper itself (the sandboxed program's status is passed through). */
+#define TS_HELPER_EXIT_SETUP 125 /* the sandbox could not be built */
+
+/* The fd the control channel is moved to before init is executed. */
+#define TS_HELPER_CONTROL_FD 3
+
+#define TS_HELPER_MAX_IDMAP 8
+#define TS_HELPER_MAX_RLIMITS 16
+#define TS_HELPER_MAX_LOWERS 16
+#define TS_HELPER_MAX_ENV 4096
+
+enum ts_mount_kind {
+	TS_MOUNT_OVERLAY,    /* overlay of the collected lowers (+ upper/work) */
+	TS_MOUNT_BIND,       /* read-write bind of a host path */
+	TS_MOUNT_RO_BIND,    /* read-only bind of a host path */
+	TS_MOUNT_TMPFS,      /* fresh tmpfs */
+	TS_MOUNT_DIR,        /* create a directory */
+	TS_MOUNT_SYMLINK,    /* create a symlink */
+	TS_MOUNT_PROC,       /* fresh procfs with masked paths and read-only /proc/sys */
+	TS_MOUNT_DEV,        /* minimal /dev with a private devpts */
+	TS_MOUNT_SYSFS,      /* read-only sysfs, skipped when the kernel refuses */
+	TS_MOUNT_MQUEUE,     /* POSIX message queue fs */
+	TS_MOUNT_PROTECT,    /* bind an existing regular file read-only onto itself */
+	TS_MOUNT_REMOUNT_RO, /* make an existing mount point read-only */
+};
+
+struct ts_mount_op {
+	enum ts_mount_kind kind;
+	const char *src;  /* host path (binds), symlink target */
+	const char *dest; /* absolute path inside the sandbox */
+	int src_fd;       /* O_PATH fd of src, opened before any mount changes the view */
+	/* overlay */
+	const char *lowers[TS_HELPER_MAX_LOWERS];
+	int lower_fds[TS_HELPER_MAX_LOWERS];
+	size_t n_lowers;
+	const char *upper, *work;
+	int upper_fd, work_fd;
+	/* tmpfs */
+	unsigned long long size; /* 0: kernel default */
+	mode_t mode;
+	bool ro;
+};
+
+struct ts_idmap_line {
+	unsigned long inside, outside, count;
+};
+
+struct ts_rlimit_op {
+	int resource;
+	struct rlimit value;
+};
+
+struct ts_cgroup_plan {
+	const char *name;                /* leaf name, e.g. the sandbox id; NULL: no cgroup */
+	unsigned long long memory_bytes; /* 0: none */
+	unsigned long long pids;         /* 0: none */
+	unsigned long long cpu_quota_us; /* per 100000 us period; 0: none */
+	/* filled when created, removed by the parent after the sandbox ends */
+	char paths[4][256];
+	size_t n_paths;
+};
+
+struct ts_helper_ctx {
+	struct ts_mount_op *ops;
+	size_t n_ops;
+
+	struct ts_idmap_line uid_map[TS_HELPER_MAX_IDMAP], gid_map[TS_HELPER_MAX_IDMAP];
+	size_t n_uid_map, n_gid_map;
+	bool newidmap;      /* use newuidmap/newgidmap (subordinate ids) */
+	uid_t uid;          /* uid inside the sandbox for the program */
+	gid_t gid;
+
+	const char *hostname;
+	const char *chdir;
+	int seccomp_fd;     /* BPF program (struct sock_filter[]) or -1 */
+	int sync_fd;        /* report channel to the caller or -1 */
+	int control_fd;     /* becomes fd 3 of the program, or -1 */
+	bool die_with_parent;
+	bool detach;        /* exit after reporting instead of waiting for init */
+	bool dry_check;     /* parse, print the plan, exit (tests) */
+
+	struct ts_rlimit_op rlimits[TS_HELPER_MAX_RLIMITS];
+	size_t n_rlimits;
+	struct ts_cgroup_plan cgroup;
+
+	char **envp;        /* the program's whole environment (--setenv), NULL-terminated */
+	size_t n_env;
+	char **argv;        /* the program to execute as PID 1 */
+};
+
+/* Parse argv into ctx (allocates ctx->ops). Returns 0 or -EINVAL with err set. */
+int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struct ts_error *err);
+
+/* Free what ts_helper_parse_args allocated. */
+void ts_helper_ctx_free(struct ts_helper_ctx *ctx);

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * toren-sandbox-helper: builds one sandbox and executes its PID 1 in it.
+ *
+ * This file only sequences; each kernel concern lives in its own file. The order is the
+ * security argument, so it is spelled out here:
+ *
+ *  parent (host)                         child (new user/mount/pid/net/uts/ipc ns)
+ *  -------------                         ---------------------------------------
+ *  copy init into a sealed memfd
+ *  clone(NEWUSER|NEWNS|NEWPID|...) --->  wait for "go"
+ *  write uid/gid maps (never host 0)
+ *  create cgroups, move the child in
+ *  send "go"                      --->   open every host source as an fd
+ *                                        become the setup ids; non-dumpable
+ *                                        new cgroup ns; build the mount tree; pivot_root
+ *                                        hostname; `lo` up; rlimits; setsid
+ *                                        close every fd but 0-2 (+ control fd 3)
+ *                                        drop bounding/ambient caps; final ids; clear caps
+ *                                        no_new_privs; seccomp (last: it forbids mount)
+ *  wait for EOF on the sync socket <---  execveat(init memfd) closes it (CLOEXEC)
+ *  report to the caller (+ pidfd of init)
+ *  forward signals, wait for init, exit with its status, remove cgroups
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cgroup.h"
+#include "cleanup.h"
+#include "helper.h"
+#include "idmap.h"
+#include "mount.h"
+#include "net.h"
+#include "ns.h"
+#include "proc.h"
+#include "seccomp.h"
+#include "sync.h"
+#include "syscall.h"
+
+/* Signals a caller sends to the sandbox; forwarded to init, which forwards them to the
+ * program's process group. */
+static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+					 SIGWINCH, SIGCONT, SIGTSTP };
+
+/* The ids the child uses while it builds the sandbox: root inside when root is mapped
+ * (it owns what it creates), otherwise the one mapped id. */
+static void setup_ids(const struct ts_helper_ctx *ctx, uid_t *uid, gid_t *gid)
+{
+	*uid = ctx->uid;
+	*gid = ctx->gid;
+	for (size_t i = 0; i < ctx->n_uid_map; i++)
+		if (ctx->uid_map[i].inside == 0)
+			*uid = 0;
+	for (size_t i = 0; i < ctx->n_gid_map; i++)
+		if (ctx->gid_map[i].inside == 0)
+			*gid = 0;
+}
+
+static int move_high(int *fd, struct ts_error *err)
+{
+	int n;
+
+	if (*fd < 0)
+		return 0;
+	n = fcntl(*fd, F_DUPFD_CLOEXEC, 10);
+	if (n < 0)
+		return ts_err_errno(err, -errno, "move fd %d", *fd);
+	close(*fd);
+	*fd = n;
+	return 0;
+}
+
+static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int sync_sock,
+		      int prog_fd, struct ts_error *err)
+{
+	int keep[3] = { sync_sock, prog_fd, ctx->seccomp_fd };
+	uid_t uid;
+	gid_t gid;
+	int r;
+
+	/* Die with the helper: a sandbox never outlives the process that answers for it
+	 * (unless --detach, where init is re-parented on purpose). */
+	if (!ctx->detach && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return ts_err_errno(err, -errno, "set parent-death signal");
+	r = ts_sync_wait_go(sync_sock);
+	if (r < 0)
+		return ts_err(err, r, "helper gave up before setup");
+	/* Host sources are opened here, in our copy of the host's mount namespace, still with
+	 * the caller's credentials and before anything is mounted: mounts can only be cloned
+	 * from the namespace one is in, and nothing mounted later can redirect them. */
+	r = ts_mount_open_sources(ctx, st, err);
+	if (r < 0)
+		return r;
+
+	setup_ids(ctx, &uid, &gid);
+	r = ts_proc_set_ids(uid, gid, err);
+	if (r < 0)
+		return r;
+	/* From here on, other processes of the same user cannot ptrace us or open our
+	 * /proc files (the maps are written, so the parent no longer needs them). */
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		return ts_err_errno(err, -errno, "make the helper non-dumpable");
+	r = ts_ns_enter_cgroup(err);
+	if (r < 0)
+		return r;
+	r = ts_mount_build(ctx, st, err);
+	if (r < 0)
+		return r;
+	if (ctx->hostname && sethostname(ctx->hostname, strlen(ctx->hostname)) < 0)
+		return ts_err_errno(err, -errno, "set hostname");
+	r = ts_net_loopback_up(err);
+	if (r < 0)
+		return r;
+	r = ts_proc_set_rlimits(ctx, err);
+	if (r < 0)
+		return r;
+	if (ctx->chdir && chdir(ctx->chdir) < 0)
+		return ts_err_errno(err, -errno, "chdir to `%s`", ctx->chdir);
+	/* A new session: no controlling terminal, so TIOCSTI on an inherited tty cannot
+	 * push input to the host's shell (CVE-2017-5226). */
+	if (setsid() < 0)
+		return ts_err_errno(err, -errno, "setsid");
+	r = ts_proc_close_fds(ctx->control_fd, keep, ctx->seccomp_fd >= 0 ? 3 : 2, err);
+	if (r < 0)
+		return r;
+	r = ts_caps_drop_bounding(err);
+	if (r < 0)
+		return r;
+	r = ts_proc_set_ids(ctx->uid, ctx->gid, err);
+	if (r < 0)
+		return r;
+	r = ts_caps_clear(err);
+	if (r < 0)
+		return r;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return ts_err_errno(err, -errno, "set no_new_privs");
+	if (ctx->seccomp_fd >= 0) {
+		r = ts_seccomp_load_fd(ctx->seccomp_fd, err);
+		if (r < 0)
+			return r;
+	}
+	return ts_proc_exec(prog_fd, ctx->argv, ctx->envp, err);
+}
+
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return TS_HELPER_EXIT_SETUP;
+}
+
+/* Forward signals to init until it exits; returns its wait status. */
+static int supervise(pid_t child, int pidfd)
+{
+	_cleanup_close_ int sfd = -EBADF;
+	sigset_t mask;
+	int status = 0;
+
+	sigemptyset(&mask);
+	for (size_t i = 0; i < ELEMENTSOF(forwarded_signals); i++)
+		sigaddset(&mask, forwarded_signals[i]);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = pidfd, .events = POLLIN },
+					 { .fd = sfd, .events = POLLIN } };
+		pid_t w = waitpid(child, &status, WNOHANG);
+
+		if (w == child)
+			return status;
+		if (w < 0 && errno != EINTR)
+			return 0;
+		if (poll(pfd, sfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+			return 0;
+		if (sfd >= 0 && (pfd[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGCHLD)
+				ts_pidfd_send_signal(pidfd, (int)si.ssi_signo, NULL, 0);
+		}
+	}
+}
+
+static void fail(const struct ts_helper_ctx *ctx, const struct ts_error *err)
+{
+	fprintf(stderr, "toren-sandbox-helper: %s\n", err->msg);
+	if (ctx->sync_fd >= 0)
+		ts_sync_report(ctx->sync_fd, err->code ? err->code : EIO, 0, -1, err);
+}
+
+int main(int argc, char **argv)
+{
+	struct ts_helper_ctx ctx;
+	struct ts_mount_state st = { .rootfd = -EBADF, .devnull_fd = -EBADF };
+	struct ts_error err = { 0 };
+	int sp[2] = { -EBADF, -EBADF }, pidfd = -EBADF, prog_fd = -EBADF, status, r;
+	pid_t child;
+
+	r = ts_helper_parse_args(&ctx, argc, argv, &err);
+	if (r < 0) {
+		fprintf(stderr, "toren-sandbox-helper: %s\n", err.msg);
+		return TS_HELPER_EXIT_SETUP;
+	}
+	if ((r = move_high(&ctx.sync_fd, &err)) < 0 || (r = move_high(&ctx.seccomp_fd, &err)) < 0) {
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
+	}
+	if (ctx.die_with_parent && !ctx.detach) {
+		pid_t parent = getppid();
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			return TS_HELPER_EXIT_SETUP;
+	}
+	if ((r = ts_proc_open_program(ctx.argv[0], &prog_fd, &err)) < 0 ||
+	    (r = move_high(&prog_fd, &err)) < 0) {
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		ts_err_errno(&err, -errno, "socketpair");
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
+	}
+	if (move_high(&sp[1], &err) < 0) {
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
+	}
+
+	child = ts_ns_clone(&pidfd, &err);
+	if (child < 0) {
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
+	}
+	if (child == 0) {
+		close(sp[0]);
+		r = child_main(&ctx, &st, sp[1], prog_fd, &err);
+		ts_sync_send_error(sp[1], &err);
+		_exit(TS_HELPER_EXIT_SETUP);
+	}
+	close(sp[1]);
+
+	r = ts_idmap_apply(child, &ctx, &err);
+	if (r >= 0)
+		r = ts_cgroup_setup(&ctx.cgroup, child, &err);
+	ts_sync_send_go(sp[0], r < 0 ? 'x' : 'g');
+	if (r >= 0)
+		r = ts_sync_wait_child(sp[0], &err);
+	close(sp[0]);
+	if (r < 0) {
+		fail(&ctx, &err);
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+		ts_cgroup_cleanup(&ctx.cgroup);
+		return TS_HELPER_EXIT_SETUP;
+	}
+	if (ctx.sync_fd >= 0) {
+		ts_sync_report(ctx.sync_fd, 0, child, pidfd, NULL);
+		close(ctx.sync_fd);
+	}
+	if (ctx.detach)
+		return 0;
+	status = supervise(child, pidfd);
+	ts_cgroup_cleanup(&ctx.cgroup);
+	ts_helper_ctx_free(&ctx);
+	return exit_code(status);
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include "helper.h"
+
+/*
+ * Process state of the sandbox's first process: ids, rlimits, session, fds, and the
+ * program it becomes.
+ */
+
+/* Copy the program (a host path) into a sealed memfd. The sandbox executes the memfd, so
+ * no process inside can ever reach the host file through /proc/1/exe (CVE-2019-5736). */
+int ts_proc_open_program(const char *path, int *ret_fd, struct ts_error *err);
+
+/* Become the given ids inside the user namespace; drops supplementary groups when the
+ * namespace allows it. */
+int ts_proc_set_ids(uid_t uid, gid_t gid, struct ts_error *err);
+
+/* Apply ctx->rlimits. */
+int ts_proc_set_rlimits(const struct ts_helper_ctx *ctx, struct ts_error *err);
+
+/*
+ * Leave only fds 0-2, the control fd (moved to TS_HELPER_CONTROL_FD, inheritable) and the
+ * n_keep fds in keep (at most 8; they must be close-on-exec so the program never sees
+ * them).
+ */
+int ts_proc_close_fds(int control_fd, const int *keep, size_t n_keep, struct ts_error *err);
+
+/* execveat() the program memfd with envp (the --setenv list; the helper's own environment
+ * never reaches the sandbox). Returns only on error. */
+int ts_proc_exec(int prog_fd, char **argv, char **envp, struct ts_error *err);

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "hostcheck.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "idmap-plan.h"
+#include "util.h"
+
+static long read_long(const char *path, long dflt)
+{
+	_cleanup_free_ char *buf = NULL;
+
+	if (ts_read_file_at(AT_FDCWD, path, 64, &buf, NULL) < 0)
+		return dflt;
+	return strtol(buf, NULL, 10);
+}
+
+static bool has_line_word(const char *path, const char *word)
+{
+	_cleanup_free_ char *buf = NULL;
+
+	if (ts_read_file_at(AT_FDCWD, path, 1 << 16, &buf, NULL) < 0)
+		return false;
+	for (char *p = buf; (p = strstr(p, word)); p += strlen(word)) {
+		char after = p[strlen(word)];
+
+		if ((p == buf || p[-1] == '\t' || p[-1] == ' ' || p[-1] == '\n' || p[-1] == ',') &&
+		    (after == '\n' || after == '\0' || after == ' ' || after == ','))
+			return true;
+	}
+	return false;
+}
+
+static bool is_fs(const char *path, long magic)
+{
+	struct statfs sfs;
+
+	return statfs(path, &sfs) == 0 && sfs.f_type == magic;
+}
+
+/* Our cgroup path in the hierarchy with `controller` ("" = the v2 line). */
+static bool own_cgroup(const char *controller, char *buf, size_t len)
+{
+	_cleanup_free_ char *data = NULL;
+	char *save = NULL;
+
+	if (ts_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &data, NULL) < 0)
+		return false;
+	for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2, *s2 = NULL;
+
+		if (!c1 || !(c2 = strchr(c1 + 1, ':')))
+			continue;
+		*c2 = '\0';
+		if (!controller[0]) {
+			if (c1[1] == '\0') {
+				snprintf(buf, len, "%s", c2 + 1);
+				return true;
+			}
+			continue;
+		}
+		for (char *t = strtok_r(c1 + 1, ",", &s2); t; t = strtok_r(NULL, ",", &s2))
+			if (!strcmp(t, controller)) {
+				snprintf(buf, len, "%s", c2 + 1);
+				return true;
+			}
+	}
+	return false;
+}
+
+bool ts_cgroup_delegated(const char *controller, char *why, size_t len)
+{
+	char own[1024], path[2048];
+	char dummy[8];
+
+	if (!why) {
+		why = dummy;
+		len = sizeof(dummy);
+	}
+	if (is_fs("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC)) {
+		if (!own_cgroup("", own, sizeof(own))) {
+			snprintf(why, len, "cgroup v2: own cgroup unknown");
+			return false;
+		}
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cgroup.subtree_control",
+			 strcmp(own, "/") ? own : "");
+		if (!has_line_word(path, controller)) {
+			snprintf(why, len, "cgroup v2: `%s` not enabled in `%s`", controller, path);
+			return false;
+		}
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s", strcmp(own, "/") ? own : "");
+		if (access(path, W_OK) < 0) {
+			snprintf(why, len, "cgroup v2: `%s` not writable", path);
+			return false;
+		}
+		snprintf(why, len, "cgroup v2 at `%s`", path);
+		return true;
+	}
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s", controller);
+	if (!is_fs(path, CGROUP_SUPER_MAGIC)) {
+		snprintf(why, len, "no cgroup v1 `%s` hierarchy and no cgroup v2 root", controller);
+		return false;
+	}
+	if (!own_cgroup(controller, own, sizeof(own))) {
+		snprintf(why, len, "cgroup v1 `%s`: own cgroup unknown", controller);
+		return false;
+	}
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", controller, strcmp(own, "/") ? own : "");
+	if (access(path, W_OK) < 0) {
+		snprintf(why, len, "cgroup v1 `%s`: `%s` not writable (not delegated)", controller,
+			 path);
+		return false;
+	}
+	snprintf(why, len, "cgroup v1 at `%s`", path);
+	return true;
+}
+
+static struct ts_check *add(struct ts_check *out, size_t max, size_t *n, const char *name,
+			    enum ts_check_level level)
+{
+	struct ts_check *c;
+
+	if (*n >= max)
+		return NULL;
+	c = &out[(*n)++];
+	memset(c, 0, sizeof(*c));
+	c->name = name;
+	c->level = level;
+	return c;
+}
+
+/* Fills c (when not NULL) for the user-namespace checks; returns false on a blocker. */
+static bool check_userns(struct ts_check *out, size_t max, size_t *n)
+{
+	long clone = read_long("/proc/sys/kernel/unprivileged_userns_clone", -1);
+	long maxns = read_long("/proc/sys/user/max_user_namespaces", -1);
+	long aa = read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", -1);
+	bool root = getuid() == 0, ok = true;
+	struct ts_check *c;
+
+	c = add(out, max, n, "user namespaces", TS_CHECK_OK);
+	if (maxns == 0) {
+		ok = false;
+		if (c) {
+			c->level = TS_CHECK_FAIL;
+			snprintf(c->detail, sizeof(c->detail), "user.max_user_namespaces is 0");
+			snprintf(c->fix, sizeof(c->fix),
+				 "sysctl -w user.max_user_namespaces=15000 (and persist it in "
+				 "/etc/sysctl.d/)");
+		}
+	} else if (clone == 0 && !root) {
+		ok = false;
+		if (c) {
+			c->level = TS_CHECK_FAIL;
+			snprintf(c->detail, sizeof(c->detail),
+				 "kernel.unprivileged_userns_clone is 0: unprivileged user "
+				 "namespaces are disabled");
+			snprintf(c->fix, sizeof(c->fix),
+				 "sysctl -w kernel.unprivileged_userns_clone=1, or install the "
+				 "helper setuid root, see toren-sandbox-helper(8)");
+		}
+	} else if (c) {
+		snprintf(c->detail, sizeof(c->detail), "enabled (max_user_namespaces=%ld%s)", maxns,
+			 clone >= 0 ? (clone ? ", unprivileged_userns_clone=1" : "") : "");
+	}
+	c = add(out, max, n, "apparmor userns restriction", TS_CHECK_OK);
+	if (aa == 1 && !root) {
+		ok = false;
+		if (c) {
+			c->level = TS_CHECK_FAIL;
+			snprintf(c->detail, sizeof(c->detail),
+				 "kernel.apparmor_restrict_unprivileged_userns is 1 (Ubuntu 24.04 "
+				 "default): user namespaces get no capabilities");
+			snprintf(c->fix, sizeof(c->fix),
+				 "install the profile: sudo install -m644 "
+				 "policy/apparmor/toren-sandbox /etc/apparmor.d/ && sudo "
+				 "apparmor_parser -r /etc/apparmor.d/toren-sandbox");
+		}
+	} else if (c) {
+		snprintf(c->detail, sizeof(c->detail), "%s",
+			 aa < 0 ? "not present" : "not restricting");
+	}
+	return ok;
+}
+
+int ts_hostcheck_preflight(struct ts_error *err)
+{
+	struct ts_check checks[4];
+	size_t n = 0;
+
+	if (check_userns(checks, ELEMENTSOF(checks), &n))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (checks[i].level == TS_CHECK_FAIL)
+			return ts_err(err, -EPERM, "%s: %s; fix: %s", checks[i].name,
+				      checks[i].detail, checks[i].fix);
+	return ts_err(err, -EPERM, "user namespaces unavailable");
+}
+
+size_t ts_hostcheck_all(struct ts_check *out, size_t max)
+{
+	static const char *const controllers[] = { "memory", "pids", "cpu" };
+	struct ts_idmap_plan plan;
+	struct ts_check *c;
+	size_t n = 0;
+	bool any_cg = false;
+
+	check_userns(out, max, &n);
+
+	c = add(out, max, &n, "overlayfs", TS_CHECK_OK);
+	if (c && !has_line_word("/proc/filesystems", "overlay")) {
+		/* it may still be a module that loads on first use */
+		c->level = TS_CHECK_WARN;
+		snprintf(c->detail, sizeof(c->detail), "not in /proc/filesystems (module not loaded?)");
+		snprintf(c->fix, sizeof(c->fix), "modprobe overlay (kernel >= 5.11 for user namespaces)");
+	} else if (c) {
+		snprintf(c->detail, sizeof(c->detail), "available");
+	}
+
+	c = add(out, max, &n, "seccomp", TS_CHECK_OK);
+	if (c && access("/proc/sys/kernel/seccomp/actions_avail", R_OK) < 0) {
+		c->level = TS_CHECK_FAIL;
+		snprintf(c->detail, sizeof(c->detail), "seccomp filters unsupported by this kernel");
+		snprintf(c->fix, sizeof(c->fix), "use a kernel built with CONFIG_SECCOMP_FILTER=y");
+	} else if (c) {
+		snprintf(c->detail, sizeof(c->detail), "filter mode available");
+	}
+
+	ts_idmap_plan(&plan, NULL);
+	c = add(out, max, &n, "subordinate ids", TS_CHECK_OK);
+	if (c) {
+		if (!strcmp(plan.mode, "single")) {
+			struct passwd *pw = getpwuid(getuid());
+
+			c->level = TS_CHECK_INFO;
+			snprintf(c->detail, sizeof(c->detail),
+				 "none for this user: the sandbox has one id (user 1000), "
+				 "`--user root` is unavailable");
+			snprintf(c->fix, sizeof(c->fix),
+				 "optional: usermod --add-subuids 100000-165535 --add-subgids "
+				 "100000-165535 %s (needs the uidmap package)",
+				 pw ? pw->pw_name : "USER");
+		} else {
+			snprintf(c->detail, sizeof(c->detail), "%s mapping (root inside = host %lu)",
+				 plan.mode, plan.root_uid);
+		}
+	}
+	c = add(out, max, &n, "newuidmap", TS_CHECK_OK);
+	if (c) {
+		struct stat st;
+
+		if (stat("/usr/bin/newuidmap", &st) < 0) {
+			c->level = TS_CHECK_INFO;
+			snprintf(c->detail, sizeof(c->detail), "not installed");
+			snprintf(c->fix, sizeof(c->fix), "optional: apt-get install uidmap");
+		} else {
+			snprintf(c->detail, sizeof(c->detail), "/usr/bin/newuidmap%s",
+				 (st.st_mode & S_ISUID) || getuid() == 0 ? "" :
+									 " (not setuid!)");
+		}
+	}
+
+	for (size_t i = 0; i < ELEMENTSOF(controllers); i++) {
+		char why[512];
+		bool ok = ts_cgroup_delegated(controllers[i], why, sizeof(why));
+
+		any_cg |= ok;
+		c = add(out, max, &n, controllers[i][0] == 'm' ? "cgroup memory" :
+				     controllers[i][1] == 'i' ? "cgroup pids" :
+								"cgroup cpu",
+			ok ? TS_CHECK_OK : TS_CHECK_INFO);
+		if (c) {
+			snprintf(c->detail, sizeof(c->detail), "%s", why);
+			if (!ok)
+				snprintf(c->fix, sizeof(c->fix),
+					 "limits fall back to rlimits (--memory: RLIMIT_AS, --pids: "
+					 "RLIMIT_NPROC; --cpus unavailable); delegate a cgroup, e.g. "
+					 "systemd-run --user -p Delegate=yes --scope toren-sandbox ...");
+		}
+	}
+	(void)any_cg;
+
+	c = add(out, max, &n, "network helpers", TS_CHECK_INFO);
+	if (c) {
+		bool pasta = access("/usr/bin/pasta", X_OK) == 0;
+		bool slirp = access("/usr/bin/slirp4netns", X_OK) == 0;
+
+		snprintf(c->detail, sizeof(c->detail),
+			 "pasta %s, slirp4netns %s (sandboxes are loopback-only; not needed now)",
+			 pasta ? "found" : "missing", slirp ? "found" : "missing");
+	}
+	c = add(out, max, &n, "staging directory", TS_CHECK_OK);
+	if (c) {
+		struct stat st;
+
+		if (stat("/tmp", &st) < 0 || !S_ISDIR(st.st_mode)) {
+			c->level = TS_CHECK_FAIL;
+			snprintf(c->detail, sizeof(c->detail), "`/tmp` is not a directory");
+			snprintf(c->fix, sizeof(c->fix), "mkdir -m1777 /tmp");
+		} else {
+			snprintf(c->detail, sizeof(c->detail), "`/tmp` usable as mount staging point");
+		}
+	}
+	return n;
+}

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "image.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "paths.h"
+#include "util.h"
+
+#define TS_IDENTITY_VERSION "1"
+
+/* /etc entries never copied: secrets and host identity. Patterns match the path
+ * relative to /etc. */
+static const char *const etc_excluded[] = {
+	"shadow",	  "shadow-",	   "gshadow",	   "gshadow-",	     "sudoers",
+	"sudoers.d",	  "ssh/ssh_host_*", "ssh/*_key",   "machine-id",     "subuid",
+	"subuid-",	  "subgid",	   "subgid-",	   "security/opasswd", ".pwd.lock",
+	"passwd",	  "passwd-",	   "group",	   "group-",	     "hostname",
+	"hosts",	  "credstore",	   "credstore.encrypted", "ssl/private", "krb5.keytab",
+	"NetworkManager/system-connections", "wpa_supplicant", "docker", "containers/auth.json",
+};
+
+/* Top-level merged-usr names: a symlink on the host is copied, a directory is bound. */
+static const char *const usr_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+/* Mount points every image gets. */
+static const struct {
+	const char *name;
+	mode_t mode;
+} mount_points[] = {
+	{ "usr", 0755 },  { "proc", 0555 }, { "dev", 0755 },  { "sys", 0555 },
+	{ "tmp", 01777 }, { "var", 0755 },  { "root", 0700 }, { "run", 0755 },
+	{ "home", 0755 }, { "mnt", 0755 },  { "opt", 0755 },  { "srv", 0755 },
+};
+
+static bool excluded(const char *rel)
+{
+	for (size_t i = 0; i < ELEMENTSOF(etc_excluded); i++)
+		if (fnmatch(etc_excluded[i], rel, FNM_PATHNAME) == 0)
+			return true;
+	return false;
+}
+
+static int copy_file(int sdir, int ddir, const char *name, mode_t mode)
+{
+	_cleanup_close_ int in = -EBADF, out = -EBADF;
+	char buf[65536];
+	ssize_t n;
+
+	in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (in < 0)
+		return errno == EACCES || errno == EPERM ? 0 : -errno; /* unreadable: skip */
+	/* never copy setuid/setgid/sticky bits into a layer */
+	out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		     mode & 0777);
+	if (out < 0)
+		return -errno;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (ts_write_all(out, buf, (size_t)n) < 0)
+			return -errno;
+	if (n < 0)
+		return -errno;
+	fchmod(out, mode & 0777);
+	return 0;
+}
+
+/* Copy the tree sdir/ -> ddir/ skipping excluded entries; rel is the path below /etc. */
+static int copy_tree(int sdir, int ddir, const char *rel, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0, dupfd;
+
+	if (depth > 32)
+		return 0;
+	dupfd = fcntl(sdir, F_DUPFD_CLOEXEC, 3);
+	if (dupfd < 0)
+		return -errno;
+	d = fdopendir(dupfd);
+	if (!d) {
+		close(dupfd);
+		return -errno;
+	}
+	while ((de = readdir(d)) && r == 0) {
+		char sub[4096];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+		if (excluded(sub))
+			continue;
+		if (fstatat(sdir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			char target[4096];
+			ssize_t n = readlinkat(sdir, de->d_name, target, sizeof(target) - 1);
+
+			if (n < 0)
+				continue;
+			target[n] = '\0';
+			if (symlinkat(target, ddir, de->d_name) < 0)
+				r = -errno;
+		} else if (S_ISREG(st.st_mode)) {
+			r = copy_file(sdir, ddir, de->d_name, st.st_mode);
+		} else if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int s2 = -EBADF, d2 = -EBADF;
+
+			s2 = openat(sdir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (s2 < 0)
+				continue; /* unreadable directory: leave it out */
+			if (mkdirat(ddir, de->d_name, 0755) < 0) {
+				r = -errno;
+				break;
+			}
+			d2 = openat(ddir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (d2 < 0) {
+				r = -errno;
+				break;
+			}
+			r = copy_tree(s2, d2, sub, depth + 1);
+			fchmod(d2, st.st_mode & 0777);
+		}
+		/* devices, fifos, sockets: never */
+	}
+	closedir(d);
+	return r;
+}
+
+static unsigned long long mtime_of(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return 0;
+	return (unsigned long long)st.st_mtim.tv_sec * 1000000000ULL +
+	       (unsigned long long)st.st_mtim.tv_nsec;
+}
+
+static int write_new(int dfd, const char *name, const char *content)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -errno;
+	return ts_write_all(fd, content, strlen(content));
+}
+
+/* Build a layer in a temp dir with fill(), then rename it into place atomically. A
+ * concurrent builder that wins the race is fine: both results are equivalent. */
+static int build_layer(const char *root, const char *name, int (*fill)(int dfd),
+		       char *ret, size_t len, struct ts_error *err)
+{
+	char images[4096], tmp[4200], final[4200];
+	_cleanup_close_ int dfd = -EBADF;
+	int r;
+
+	if (ts_path_join(images, sizeof(images), root, "images") < 0 ||
+	    ts_path_join(final, sizeof(final), images, name) < 0 || strlen(final) >= len)
+		return ts_err(err, -ENAMETOOLONG, "image path too long");
+	snprintf(ret, len, "%s", final);
+	if (access(final, F_OK) == 0)
+		return 0;
+	r = ts_mkdir_p(AT_FDCWD, images, 0700);
+	if (r < 0)
+		return ts_err_errno(err, r, "create `%s`", images);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-%s-XXXXXX", images, name);
+	if (!mkdtemp(tmp))
+		return ts_err_errno(err, -errno, "create temp layer in `%s`", images);
+	chmod(tmp, 0755);
+	dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return ts_err_errno(err, -errno, "open `%s`", tmp);
+	r = fill(dfd);
+	if (r < 0) {
+		ts_rm_rf_at(AT_FDCWD, tmp);
+		return ts_err_errno(err, r, "build image layer `%s`", name);
+	}
+	if (rename(tmp, final) < 0) {
+		int e = errno;
+
+		ts_rm_rf_at(AT_FDCWD, tmp);
+		if (e != ENOTEMPTY && e != EEXIST)
+			return ts_err_errno(err, -e, "install image layer `%s`", final);
+	}
+	return 0;
+}
+
+static int fill_identity(int dfd)
+{
+	_cleanup_close_ int etc = -EBADF;
+	int r;
+
+	if (mkdirat(dfd, "etc", 0755) < 0 || mkdirat(dfd, "home", 0755) < 0 ||
+	    mkdirat(dfd, "home/user", 0755) < 0)
+		return -errno;
+	etc = openat(dfd, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (etc < 0)
+		return -errno;
+	if ((r = write_new(etc, "passwd",
+			   "root:x:0:0:root:/root:/bin/bash\n"
+			   "user:x:1000:1000:user:/home/user:/bin/bash\n"
+			   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")) < 0 ||
+	    (r = write_new(etc, "group",
+			   "root:x:0:\ntty:x:5:\nusers:x:100:user\nuser:x:1000:\n"
+			   "nogroup:x:65534:\n")) < 0 ||
+	    (r = write_new(etc, "hostname", "sandbox\n")) < 0 ||
+	    (r = write_new(etc, "hosts",
+			   "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost "
+			   "ip6-loopback sandbox\n")) < 0)
+		return r;
+	return 0;
+}
+
+static int fill_host(int dfd)
+{
+	_cleanup_close_ int src = -EBADF, etc = -EBADF;
+
+	for (size_t i = 0; i < ELEMENTSOF(mount_points); i++)
+		if (mkdirat(dfd, mount_points[i].name, 0755) < 0 ||
+		    fchmodat(dfd, mount_points[i].name, mount_points[i].mode, 0) < 0)
+			return -errno;
+	for (size_t i = 0; i < ELEMENTSOF(usr_links); i++) {
+		char path[64], target[256];
+		struct stat st;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/%s", usr_links[i]);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(path, target, sizeof(target) - 1);
+			if (n < 0)
+				return -errno;
+			target[n] = '\0';
+			if (symlinkat(target, dfd, usr_links[i]) < 0)
+				return -errno;
+		} else if (S_ISDIR(st.st_mode) && mkdirat(dfd, usr_links[i], 0755) < 0) {
+			return -errno;
+		}
+	}
+	src = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (src < 0)
+		return -errno;
+	if (mkdirat(dfd, "etc", 0755) < 0)
+		return -errno;
+	etc = openat(dfd, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (etc < 0)
+		return -errno;
+	return copy_tree(src, etc, "", 0);
+}
+
+static int add_identity(const char *root, struct ts_image *img, struct ts_error *err)
+{
+	return build_layer(root, "identity-" TS_IDENTITY_VERSION, fill_identity,
+			   img->lowers[img->n_lowers++], sizeof(img->lowers[0]), err);
+}
+
+int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err)
+{
+	static const char *const watched[] = { "/etc", "/etc/alternatives", "/etc/ssl/certs",
+					       "/etc/ld.so.conf.d", "/etc/ld.so.cache" };
+	unsigned long long h = 1469598103934665603ULL; /* FNV-1a over the mtimes */
+	char name[64];
+	int r;
+
+	memset(img, 0, sizeof(*img));
+	img->host = true;
+	for (size_t i = 0; i < ELEMENTSOF(watched); i++) {
+		unsigned long long m = mtime_of(watched[i]);
+
+		for (int b = 0; b < 8; b++) {
+			h ^= (m >> (8 * b)) & 0xff;
+			h *= 1099511628211ULL;
+		}
+	}
+	r = add_identity(root, img, err);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "host-%016llx", h);
+	r = build_layer(root, name, fill_host, img->lowers[img->n_lowers++],
+			sizeof(img->lowers[0]), err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(usr_links); i++) {
+		char path[64];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/%s", usr_links[i]);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			snprintf(img->host_dirs[img->n_host_dirs++], sizeof(img->host_dirs[0]),
+				 "%s", usr_links[i]);
+	}
+	return 0;
+}
+
+int ts_image_dir(const char *root, const char *dir, struct ts_image *img, struct ts_error *err)
+{
+	struct stat st;
+	int r;
+
+	memset(img, 0, sizeof(*img));
+	if (dir[0] != '/')
+		return ts_err(err, -EINVAL, "image `%s` is not an absolute path", dir);
+	if (stat(dir, &st) < 0)
+		return ts_err_errno(err, -errno, "image `%s`", dir);
+	if (!S_ISDIR(st.st_mode))
+		return ts_err(err, -ENOTDIR, "image `%s` is not a directory", dir);
+	r = add_identity(root, img, err);
+	if (r < 0)
+		return r;
+	snprintf(img->lowers[img->n_lowers++], sizeof(img->lowers[0]), "%s", dir);
+	return 0;
+}

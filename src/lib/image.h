@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+/*
+ * Root file system images, as overlay lower layers (top first).
+ *
+ * The host image (the default) is the host's /usr, bound read-only by the helper, plus a
+ * cached layer `images/host-<stamp>/` holding a filtered copy of the host's /etc (no
+ * shadow, gshadow, sudoers, ssh host keys, machine-id, subuid/subgid), the merged-usr
+ * symlinks (/bin -> usr/bin, ...) and empty mount points. The stamp changes when /etc
+ * changes (its mtime and that of a few subdirectories), so an updated host gets a new
+ * layer; old ones can be removed by hand.
+ *
+ * Every image gets the identity layer `images/identity-<v>/` on top: a synthesized
+ * /etc/passwd and /etc/group with `root` (0) and `user` (1000), /etc/hostname and
+ * /etc/hosts, and /home/user.
+ */
+
+#define TS_IMAGE_MAX_LOWERS 4
+
+struct ts_image {
+	char lowers[TS_IMAGE_MAX_LOWERS][4096];
+	size_t n_lowers;
+	bool host;                  /* the host image: bind /usr and mirror /bin etc. */
+	char host_dirs[6][16];      /* top-level dirs that are real directories on the host
+				       (not merged-usr symlinks): bound read-only */
+	size_t n_host_dirs;
+};
+
+/* Prepare the host image under root (cached). 0 or -errno. */
+int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err);
+
+/* Use the root file system in dir (an absolute path to a directory) as the image. */
+int ts_image_dir(const char *root, const char *dir, struct ts_image *img, struct ts_error *err);

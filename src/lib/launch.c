@@ -1,0 +1,601 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "helper-proto.h"
+#include "hostcheck.h"
+#include "idmap-plan.h"
+#include "image.h"
+#include "paths.h"
+#include "protect.h"
+#include "seccomp-compile.h"
+#include "strv.h"
+#include "syscall.h"
+#include "util.h"
+
+/* fds the helper receives, at fixed numbers so the command line can name them. */
+#define TS_FD_SECCOMP 10
+#define TS_FD_SYNC 11
+
+#define TS_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define TS_PROTECT_MAX_ENTRIES 1000000
+
+struct ts_prepared {
+	struct ts_paths paths;
+	char id[TS_ID_LEN + 1];
+	char dir[4096];        /* $ROOT/<id> */
+	char workspace[4096];
+	bool fresh_workspace;
+	char bpf[4096];
+	struct ts_image image;
+	struct ts_idmap_plan idmap;
+	char **protected;
+	size_t n_protected;
+	struct ts_strv argv;
+	struct ts_strv warnings;
+};
+
+static void prepared_free(struct ts_prepared *p)
+{
+	ts_strv_free(p->protected);
+	p->protected = NULL;
+	ts_strv_clear(&p->argv);
+	ts_strv_clear(&p->warnings);
+}
+
+/* TERM is passed only when it is a plain terminal name. */
+static const char *sane_term(void)
+{
+	const char *t = getenv("TERM");
+
+	if (!t || !t[0] || strlen(t) > 64)
+		return "dumb";
+	for (const char *c = t; *c; c++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.+_-", *c))
+			return "dumb";
+	return t;
+}
+
+static int push_env(struct ts_strv *a, const char *name, const char *value)
+{
+	int r;
+
+	if ((r = ts_strv_push(a, "--setenv")) < 0 || (r = ts_strv_push(a, name)) < 0 ||
+	    (r = ts_strv_push(a, value)) < 0)
+		return r;
+	return 0;
+}
+
+/* The environment: a fixed base, then the allow-list (NAME copies the host's value when
+ * set, NAME=VALUE sets it). Nothing else of the host's environment enters. */
+static int build_env(struct ts_strv *a, const struct ts_run_opts *o)
+{
+	const struct ts_policy *pol = o->policy;
+	int r;
+
+	if ((r = push_env(a, "PATH", TS_DEFAULT_PATH)) < 0 ||
+	    (r = push_env(a, "HOME", o->as_root ? "/root" : "/home/user")) < 0 ||
+	    (r = push_env(a, "USER", o->as_root ? "root" : "user")) < 0 ||
+	    (r = push_env(a, "TERM", sane_term())) < 0 || (r = push_env(a, "LANG", "C.UTF-8")) < 0)
+		return r;
+	for (size_t i = 0; i < pol->n_env; i++) {
+		const char *e = pol->env[i], *eq = strchr(e, '=');
+		char name[256];
+
+		if (eq) {
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - e), e);
+			r = push_env(a, name, eq + 1);
+		} else {
+			const char *v = getenv(e);
+
+			if (!v)
+				continue;
+			r = push_env(a, e, v);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
+{
+	const struct ts_policy *pol = o->policy;
+	struct ts_strv *a = &p->argv;
+	bool cg = false;
+	char why[512];
+	int r = 0;
+
+	/* No core dumps: a crashing program must not write its memory into the workspace. */
+	r |= ts_strv_push(a, "--rlimit");
+	r |= ts_strv_push(a, "core=0");
+	if (pol->memory_bytes) {
+		if (ts_cgroup_delegated("memory", why, sizeof(why))) {
+			r |= ts_strv_push(a, "--cgroup-memory");
+			r |= ts_strv_pushf(a, "%llu", pol->memory_bytes);
+			cg = true;
+		} else {
+			r |= ts_strv_push(a, "--rlimit");
+			r |= ts_strv_pushf(a, "as=%llu", pol->memory_bytes);
+			r |= ts_strv_pushf(&p->warnings,
+					   "--memory enforced as RLIMIT_AS per process (%s)", why);
+		}
+	}
+	if (pol->pids) {
+		if (ts_cgroup_delegated("pids", why, sizeof(why))) {
+			r |= ts_strv_push(a, "--cgroup-pids");
+			r |= ts_strv_pushf(a, "%llu", pol->pids);
+			cg = true;
+		} else {
+			/* RLIMIT_NPROC counts per user per user namespace (ucounts), so inside a
+			 * fresh namespace it bounds the sandbox's own processes. */
+			r |= ts_strv_push(a, "--rlimit");
+			r |= ts_strv_pushf(a, "nproc=%llu", pol->pids);
+			r |= ts_strv_pushf(&p->warnings, "--pids enforced as RLIMIT_NPROC (%s)", why);
+		}
+	}
+	if (pol->cpus > 0) {
+		if (ts_cgroup_delegated("cpu", why, sizeof(why))) {
+			r |= ts_strv_push(a, "--cgroup-cpu-quota");
+			r |= ts_strv_pushf(a, "%llu", (unsigned long long)(pol->cpus * 100000.0));
+			cg = true;
+		} else {
+			r |= ts_strv_pushf(&p->warnings,
+					   "--cpus not enforced: no cpu cgroup delegated (%s)", why);
+		}
+	}
+	if (pol->nofile) {
+		r |= ts_strv_push(a, "--rlimit");
+		r |= ts_strv_pushf(a, "nofile=%llu", pol->nofile);
+	}
+	if (pol->fsize) {
+		r |= ts_strv_push(a, "--rlimit");
+		r |= ts_strv_pushf(a, "fsize=%llu", pol->fsize);
+	}
+	if (cg) {
+		r |= ts_strv_push(a, "--cgroup");
+		r |= ts_strv_pushf(a, "ts-%s", p->id);
+	}
+	return r ? ts_err(err, -ENOMEM, "build limits") : 0;
+}
+
+static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
+{
+	struct ts_strv *a = &p->argv;
+	const struct ts_policy *pol = o->policy;
+	bool ro_root = !o->as_root;
+	int r = 0;
+
+	r |= ts_strv_push(a, p->paths.helper);
+	for (size_t i = 0; i < p->image.n_lowers; i++) {
+		r |= ts_strv_push(a, "--overlay-src");
+		r |= ts_strv_push(a, p->image.lowers[i]);
+	}
+	r |= ts_strv_push(a, "--overlay");
+	r |= ts_strv_pushf(a, "%s/upper", p->dir);
+	r |= ts_strv_pushf(a, "%s/work", p->dir);
+	r |= ts_strv_push(a, "/");
+	if (p->image.host) {
+		r |= ts_strv_push(a, "--ro-bind");
+		r |= ts_strv_push(a, "/usr");
+		r |= ts_strv_push(a, "/usr");
+		for (size_t i = 0; i < p->image.n_host_dirs; i++) {
+			r |= ts_strv_push(a, "--ro-bind");
+			r |= ts_strv_pushf(a, "/%s", p->image.host_dirs[i]);
+			r |= ts_strv_pushf(a, "/%s", p->image.host_dirs[i]);
+		}
+	}
+	r |= ts_strv_push(a, "--proc");
+	r |= ts_strv_push(a, "/proc");
+	r |= ts_strv_push(a, "--dev");
+	r |= ts_strv_push(a, "/dev");
+	r |= ts_strv_push(a, "--mqueue");
+	r |= ts_strv_push(a, "/dev/mqueue");
+	r |= ts_strv_push(a, "--remount-ro");
+	r |= ts_strv_push(a, "/dev");
+	r |= ts_strv_push(a, "--sysfs");
+	r |= ts_strv_push(a, "/sys");
+	r |= ts_strv_push(a, "--perms");
+	r |= ts_strv_push(a, "1777");
+	r |= ts_strv_push(a, "--tmpfs");
+	r |= ts_strv_push(a, "/tmp");
+	r |= ts_strv_push(a, "--tmpfs");
+	r |= ts_strv_push(a, "/var");
+	r |= ts_strv_push(a, "--perms");
+	r |= ts_strv_push(a, "1777");
+	r |= ts_strv_push(a, "--tmpfs");
+	r |= ts_strv_push(a, "/var/tmp");
+	r |= ts_strv_push(a, "--perms");
+	r |= ts_strv_push(a, "0700");
+	r |= ts_strv_push(a, "--tmpfs");
+	r |= ts_strv_push(a, "/root");
+	r |= ts_strv_push(a, "--tmpfs");
+	r |= ts_strv_push(a, "/run");
+	for (size_t i = 0; i < pol->n_ro_binds; i++) {
+		r |= ts_strv_push(a, "--ro-bind");
+		r |= ts_strv_push(a, pol->ro_binds[i].src);
+		r |= ts_strv_push(a, pol->ro_binds[i].dst);
+	}
+	r |= ts_strv_push(a, "--bind");
+	r |= ts_strv_push(a, p->workspace);
+	r |= ts_strv_push(a, "/home/user");
+	for (size_t i = 0; i < p->n_protected; i++) {
+		r |= ts_strv_push(a, "--protect");
+		r |= ts_strv_pushf(a, "/home/user/%s", p->protected[i]);
+	}
+	/* Without a root inside, nothing may change the image: the files we synthesized
+	 * belong to the one mapped id and mode bits would not stop it (FS-01). */
+	if (ro_root) {
+		r |= ts_strv_push(a, "--remount-ro");
+		r |= ts_strv_push(a, "/");
+	}
+	for (size_t i = 0; i < p->idmap.n_uid; i++) {
+		r |= ts_strv_push(a, "--uid-map");
+		r |= ts_strv_pushf(a, "%lu %lu %lu", p->idmap.uid[i].inside, p->idmap.uid[i].outside,
+				   p->idmap.uid[i].count);
+	}
+	for (size_t i = 0; i < p->idmap.n_gid; i++) {
+		r |= ts_strv_push(a, "--gid-map");
+		r |= ts_strv_pushf(a, "%lu %lu %lu", p->idmap.gid[i].inside, p->idmap.gid[i].outside,
+				   p->idmap.gid[i].count);
+	}
+	if (p->idmap.newidmap)
+		r |= ts_strv_push(a, "--newidmap");
+	r |= ts_strv_push(a, "--uid");
+	r |= ts_strv_push(a, o->as_root ? "0" : "1000");
+	r |= ts_strv_push(a, "--gid");
+	r |= ts_strv_push(a, o->as_root ? "0" : "1000");
+	r |= ts_strv_push(a, "--hostname");
+	r |= ts_strv_push(a, "sandbox");
+	r |= ts_strv_push(a, "--chdir");
+	r |= ts_strv_push(a, "/home/user");
+	if (r)
+		return ts_err(err, -ENOMEM, "build helper command line");
+	if ((r = build_env(a, o)) < 0)
+		return ts_err(err, r, "build environment");
+	if ((r = build_limits(p, o, err)) < 0)
+		return r;
+	r |= ts_strv_push(a, "--seccomp");
+	r |= ts_strv_pushf(a, "%d", TS_FD_SECCOMP);
+	if (!o->dry_run) {
+		/* a pasted --dry-run line has no caller to report to */
+		r |= ts_strv_push(a, "--sync-fd");
+		r |= ts_strv_pushf(a, "%d", TS_FD_SYNC);
+	}
+	r |= ts_strv_push(a, "--die-with-parent");
+	r |= ts_strv_push(a, "--");
+	r |= ts_strv_push(a, p->paths.init);
+	if (o->tty && isatty(STDIN_FILENO))
+		r |= ts_strv_push(a, "--pty");
+	r |= ts_strv_push(a, "--");
+	for (char **c = o->argv; *c; c++)
+		r |= ts_strv_push(a, *c);
+	return r ? ts_err(err, -ENOMEM, "build helper command line") : 0;
+}
+
+/* chown a directory we created for root's sandboxes to the mapped host id. */
+static int chown_for_sandbox(const char *path, unsigned long uid, unsigned long gid,
+			     struct ts_error *err)
+{
+	if (getuid() != 0)
+		return 0;
+	if (chown(path, (uid_t)uid, (gid_t)gid) < 0)
+		return ts_err_errno(err, -errno, "chown `%s`", path);
+	return 0;
+}
+
+static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
+{
+	_cleanup_close_ int wsfd = -EBADF;
+	char sub[4200], profile[4200];
+	const char *prof;
+	int r;
+
+	r = ts_hostcheck_preflight(err);
+	if (r < 0)
+		return r;
+	r = ts_paths_init(&p->paths, err);
+	if (r < 0)
+		return r;
+	r = ts_idmap_plan(&p->idmap, err);
+	if (r < 0)
+		return r;
+	if (o->as_root && !p->idmap.has_root)
+		return ts_err(err, -EPERM,
+			      "`--user root` needs subordinate ids (mapping mode `%s`): add a range "
+			      "to /etc/subuid and /etc/subgid for this user, see "
+			      "`toren-sandbox doctor`",
+			      p->idmap.mode);
+	r = ts_id_new(p->id, err);
+	if (r < 0)
+		return r;
+	if (ts_path_join(p->dir, sizeof(p->dir), p->paths.root, p->id) < 0)
+		return ts_err(err, -ENAMETOOLONG, "sandbox path too long");
+	if (mkdir(p->dir, 0700) < 0)
+		return ts_err_errno(err, -errno, "create `%s`", p->dir);
+	/* upper and work belong to the sandbox's root (or its one id), so that overlay may
+	 * create files there on the sandbox's behalf. */
+	snprintf(sub, sizeof(sub), "%s/upper", p->dir);
+	if (mkdir(sub, 0755) < 0)
+		return ts_err_errno(err, -errno, "create `%s`", sub);
+	r = chown_for_sandbox(sub, p->idmap.has_root ? p->idmap.root_uid : p->idmap.user_uid,
+			      p->idmap.has_root ? p->idmap.root_gid : p->idmap.user_gid, err);
+	if (r < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s/work", p->dir);
+	if (mkdir(sub, 0700) < 0)
+		return ts_err_errno(err, -errno, "create `%s`", sub);
+	r = chown_for_sandbox(sub, p->idmap.has_root ? p->idmap.root_uid : p->idmap.user_uid,
+			      p->idmap.has_root ? p->idmap.root_gid : p->idmap.user_gid, err);
+	if (r < 0)
+		return r;
+	if (o->workspace) {
+		if (!realpath(o->workspace, p->workspace))
+			return ts_err_errno(err, -errno, "workspace `%s`", o->workspace);
+	} else {
+		if (ts_path_join(p->workspace, sizeof(p->workspace), p->dir, "workspace") < 0)
+			return ts_err(err, -ENAMETOOLONG, "workspace path too long");
+		if (mkdir(p->workspace, 0755) < 0)
+			return ts_err_errno(err, -errno, "create `%s`", p->workspace);
+		p->fresh_workspace = true;
+		r = chown_for_sandbox(p->workspace, p->idmap.user_uid, p->idmap.user_gid, err);
+		if (r < 0)
+			return r;
+	}
+	wsfd = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (wsfd < 0)
+		return ts_err_errno(err, -errno, "open workspace `%s`", p->workspace);
+
+	if (o->image)
+		r = ts_image_dir(p->paths.root, o->image, &p->image, err);
+	else
+		r = ts_image_host(p->paths.root, &p->image, err);
+	if (r < 0)
+		return r;
+
+	prof = o->policy->seccomp_profile;
+	if (!prof) {
+		snprintf(profile, sizeof(profile), "%s/seccomp/default.json", p->paths.policy_dir);
+		prof = profile;
+	}
+	snprintf(sub, sizeof(sub), "%s/cache/seccomp", p->paths.root);
+	r = ts_seccomp_compile_cached(prof, sub, p->bpf, sizeof(p->bpf), err);
+	if (r < 0)
+		return r;
+
+	if (o->policy->n_protected) {
+		r = ts_protect_scan(wsfd, o->policy->protected_patterns, o->policy->n_protected,
+				    TS_PROTECT_MAX_ENTRIES, &p->protected, &p->n_protected, err);
+		if (r < 0)
+			return ts_err_prefix(err, r, "protected paths in `%s`", p->workspace);
+	}
+	return build_argv(p, o, err);
+}
+
+static void print_dry_run(const struct ts_prepared *p)
+{
+	char q[8192];
+
+	fputs("env -i", stdout);
+	for (size_t i = 0; i < p->argv.n; i++) {
+		if (ts_shell_quote(p->argv.v[i], q, sizeof(q)) < 0)
+			snprintf(q, sizeof(q), "'<too long>'");
+		printf(" %s", q);
+	}
+	ts_shell_quote(p->bpf, q, sizeof(q));
+	printf(" %d<%s\n", TS_FD_SECCOMP, q);
+}
+
+/* Start the helper; returns its pid and init's pidfd once the sandbox runs. */
+static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd,
+			struct ts_error *err)
+{
+	_cleanup_close_ int bpf = -EBADF;
+	int sp[2];
+	pid_t pid;
+	struct ts_helper_report rep;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	ssize_t n;
+	int status;
+
+	bpf = open(p->bpf, O_RDONLY | O_CLOEXEC);
+	if (bpf < 0)
+		return ts_err_errno(err, -errno, "open seccomp program `%s`", p->bpf);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return ts_err_errno(err, -errno, "socketpair");
+	pid = fork();
+	if (pid < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		return ts_err_errno(err, -errno, "fork");
+	}
+	if (pid == 0) {
+		static char *empty_env[] = { NULL };
+
+		/* Our own process group: the terminal's signals reach the CLI, which forwards
+		 * them once (not twice). */
+		setpgid(0, 0);
+		if (dup2(bpf, TS_FD_SECCOMP) < 0 || dup2(sp[1], TS_FD_SYNC) < 0)
+			_exit(TS_EXIT_SETUP);
+		/* The helper gets no environment of ours: host-side code never honours the
+		 * caller's LD_* or similar (RT-06). */
+		execve(p->paths.helper, p->argv.v, empty_env);
+		fprintf(stderr, "toren-sandbox: execute `%s`: %s\n", p->paths.helper,
+			strerror(errno));
+		_exit(TS_EXIT_SETUP);
+	}
+	close(sp[1]);
+	memset(&u, 0, sizeof(u));
+	do
+		n = recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	close(sp[0]);
+	if (n != (ssize_t)sizeof(rep) || rep.version != TS_HELPER_PROTO_VERSION || rep.status != 0) {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (n == (ssize_t)sizeof(rep) && rep.status != 0) {
+			rep.err.msg[sizeof(rep.err.msg) - 1] = '\0';
+			return ts_err(err, -rep.status, "%s", rep.err.msg);
+		}
+		return ts_err(err, -EIO, "the helper exited (status %d) without starting the sandbox",
+			      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	}
+	*ret_pidfd = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(ret_pidfd, CMSG_DATA(c), sizeof(int));
+	*ret_pid = pid;
+	return 0;
+}
+
+/* Forward signals, enforce the timeout, wait for the helper. */
+static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms,
+		     int *ret_status)
+{
+	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+	_cleanup_close_ int sfd = -EBADF, tfd = -EBADF;
+	sigset_t mask;
+	int status;
+	bool timed_out = false;
+
+	sigemptyset(&mask);
+	for (size_t i = 0; i < ELEMENTSOF(fwd); i++)
+		sigaddset(&mask, fwd[i]);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (timeout_ms) {
+		struct itimerspec its = { .it_value = { .tv_sec = (time_t)(timeout_ms / 1000),
+							.tv_nsec = (long)(timeout_ms % 1000) *
+								   1000000L } };
+
+		/* CLOCK_MONOTONIC: a wall-clock jump moves no deadline (RL-24). */
+		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		if (tfd >= 0)
+			timerfd_settime(tfd, 0, &its, NULL);
+	}
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN },
+					 { .fd = tfd, .events = POLLIN } };
+		pid_t w = waitpid(helper, &status, WNOHANG);
+
+		if (w == helper)
+			break;
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGCHLD)
+				kill(helper, (int)si.ssi_signo);
+		}
+		if (tfd >= 0 && (pfd[1].revents & POLLIN)) {
+			uint64_t ticks;
+
+			(void)!read(tfd, &ticks, sizeof(ticks));
+			close(tfd);
+			tfd = -EBADF;
+			timed_out = true;
+			fprintf(stderr, "toren-sandbox: timed out after %.3gs; killing the sandbox\n",
+				(double)timeout_ms / 1000.0);
+			/* Killing the pid namespace's init kills every process in it; the helper
+			 * reaps init only after the kernel has torn the whole tree down. */
+			if (init_pidfd >= 0)
+				ts_pidfd_send_signal(init_pidfd, SIGKILL, NULL, 0);
+			else
+				kill(helper, SIGKILL);
+		}
+	}
+	sigprocmask(SIG_UNBLOCK, &mask, NULL);
+	if (timed_out)
+		*ret_status = TS_EXIT_TIMEOUT;
+	else if (WIFEXITED(status))
+		*ret_status = WEXITSTATUS(status);
+	else
+		*ret_status = 128 + WTERMSIG(status);
+	return 0;
+}
+
+static void cleanup(struct ts_prepared *p, const struct ts_run_opts *o)
+{
+	char path[4200];
+
+	if (!p->dir[0])
+		return;
+	if (o->keep || o->dry_run)
+		return;
+	if (p->fresh_workspace) {
+		ts_rm_rf_at(AT_FDCWD, p->dir);
+	} else {
+		snprintf(path, sizeof(path), "%s/upper", p->dir);
+		ts_rm_rf_at(AT_FDCWD, path);
+		snprintf(path, sizeof(path), "%s/work", p->dir);
+		ts_rm_rf_at(AT_FDCWD, path);
+		rmdir(p->dir);
+	}
+}
+
+int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
+{
+	struct ts_prepared p;
+	struct termios saved;
+	bool raw = false;
+	pid_t helper = -1;
+	int pidfd = -1, r;
+
+	memset(&p, 0, sizeof(p));
+	r = prepare(&p, o, err);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < p.warnings.n; i++)
+		if (o->verbose || strstr(p.warnings.v[i], "not enforced"))
+			fprintf(stderr, "toren-sandbox: warning: %s\n", p.warnings.v[i]);
+	if (o->verbose)
+		fprintf(stderr, "toren-sandbox: sandbox %s in `%s` (ids: %s)\n", p.id, p.dir,
+			p.idmap.mode);
+	if (o->dry_run) {
+		print_dry_run(&p);
+		*ret_status = 0;
+		goto out;
+	}
+	if (o->tty && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
+		struct termios rawt = saved;
+
+		cfmakeraw(&rawt);
+		raw = tcsetattr(STDIN_FILENO, TCSANOW, &rawt) == 0;
+	}
+	r = spawn_helper(&p, &helper, &pidfd, err);
+	if (r >= 0) {
+		supervise(helper, pidfd, o->policy->timeout_ms, ret_status);
+		if (pidfd >= 0)
+			close(pidfd);
+	}
+	if (raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+out:
+	cleanup(&p, o);
+	prepared_free(&p);
+	return r < 0 ? r : 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+/*
+ * The sandbox policy: a YAML file (libyaml), documented in toren-sandbox-policy(5).
+ *
+ *   version: 1
+ *   limits:
+ *     memory: 512M        # bytes with K/M/G suffix
+ *     pids: 256
+ *     cpus: 1.5
+ *     timeout: 30s        # run: kill the tree after this long (0 = none)
+ *     nofile: 1024        # RLIMIT_NOFILE
+ *     fsize: 1G           # RLIMIT_FSIZE
+ *   env:                  # allow-list: NAME copies the host value, NAME=VALUE sets it
+ *     - GIT_AUTHOR_NAME
+ *     - PIP_INDEX_URL=http://127.0.0.1:3141
+ *   ro_binds:             # extra read-only binds, host path -> sandbox path
+ *     - { src: /opt/tools, dst: /opt/tools }
+ *   protected:            # basename glob patterns (fnmatch), matched in the workspace
+ *     - .env
+ *     - "*.pem"
+ *   seccomp: /path/to/profile.json   # relative paths resolve against the policy file
+ *
+ * Unknown keys and bad values are errors naming the file, line and key.
+ */
+
+struct ts_bind {
+	char *src;
+	char *dst;
+};
+
+struct ts_policy {
+	unsigned long long memory_bytes; /* 0: unset */
+	unsigned long long pids;         /* 0: unset */
+	double cpus;                     /* 0: unset */
+	unsigned long long timeout_ms;   /* 0: unset */
+	unsigned long long nofile;       /* 0: unset */
+	unsigned long long fsize;        /* 0: unset */
+	char **env;                      /* NAME or NAME=VALUE entries */
+	size_t n_env;
+	struct ts_bind *ro_binds;
+	size_t n_ro_binds;
+	char **protected_patterns;
+	size_t n_protected;
+	char *seccomp_profile;           /* absolute path or NULL for the default */
+};
+
+/* Zero p. */
+void ts_policy_init(struct ts_policy *p);
+
+/* Free everything p owns and zero it. Accepts a zeroed p. */
+void ts_policy_free(struct ts_policy *p);
+
+/*
+ * Parse the YAML policy at path and merge it into p: scalars replace, lists append.
+ * Returns 0, or -EINVAL with err like "`policy.yaml`:7: unknown key `memroy` in `limits`",
+ * or another -errno when the file cannot be read. p is unchanged on error.
+ */
+int ts_policy_load(struct ts_policy *p, const char *path, struct ts_error *err);
+
+/* Append one env allow-list entry (NAME or NAME=VALUE). Validates NAME. 0 or -errno. */
+int ts_policy_add_env(struct ts_policy *p, const char *entry, struct ts_error *err);
+
+/* Append one protected pattern. 0 or -errno. */
+int ts_policy_add_protected(struct ts_policy *p, const char *pattern, struct ts_error *err);
