@@ -2,6 +2,7 @@
 /* toren-sandbox run [OPTIONS] [--] CMD [ARG...] */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +35,15 @@ static void usage(FILE *f)
 	      f);
 }
 
-static int bad(const char *fmt, const char *arg)
+/* A usage error: the message, and exit status 2. */
+static int __attribute__((format(printf, 1, 2))) bad(const char *fmt, ...)
 {
-	fprintf(stderr, "toren-sandbox run: ");
-	fprintf(stderr, fmt, arg);
+	va_list ap;
+
+	fputs("toren-sandbox run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputc('\n', stderr);
 	return 2;
 }

@@ -53,18 +53,21 @@
 static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
 					 SIGWINCH, SIGCONT, SIGTSTP };
 
-/* The ids the child uses while it builds the sandbox: root inside when root is mapped
- * (it owns what it creates), otherwise the one mapped id. */
+/* The ids the child uses while it builds the sandbox: the sandbox's `user`, so that what
+ * the kernel creates on its behalf in the upper layer and the overlay work directory
+ * (work/work, index) belongs to the caller on the host and can be removed without
+ * privilege. Capabilities in the new namespace, not the uid, are what setup needs. */
 static void setup_ids(const struct ts_helper_ctx *ctx, uid_t *uid, gid_t *gid)
 {
+	*uid = 1000;
+	*gid = 1000;
+	for (size_t i = 0; i < ctx->n_uid_map; i++)
+		if (ctx->uid_map[i].inside <= 1000 &&
+		    1000 - ctx->uid_map[i].inside < ctx->uid_map[i].count)
+			return;
+	/* no 1000 inside: the program's own ids */
 	*uid = ctx->uid;
 	*gid = ctx->gid;
-	for (size_t i = 0; i < ctx->n_uid_map; i++)
-		if (ctx->uid_map[i].inside == 0)
-			*uid = 0;
-	for (size_t i = 0; i < ctx->n_gid_map; i++)
-		if (ctx->gid_map[i].inside == 0)
-			*gid = 0;
 }
 
 static int move_high(int *fd, struct ts_error *err)

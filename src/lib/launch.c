@@ -334,20 +334,34 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	snprintf(sub, sizeof(sub), "%s/upper", p->dir);
 	if (mkdir(sub, 0755) < 0)
 		return ts_err_errno(err, -errno, "create `%s`", sub);
-	r = chown_for_sandbox(sub, p->idmap.has_root ? p->idmap.root_uid : p->idmap.user_uid,
-			      p->idmap.has_root ? p->idmap.root_gid : p->idmap.user_gid, err);
+	r = chown_for_sandbox(sub, p->idmap.user_uid, p->idmap.user_gid, err);
 	if (r < 0)
 		return r;
 	snprintf(sub, sizeof(sub), "%s/work", p->dir);
 	if (mkdir(sub, 0700) < 0)
 		return ts_err_errno(err, -errno, "create `%s`", sub);
-	r = chown_for_sandbox(sub, p->idmap.has_root ? p->idmap.root_uid : p->idmap.user_uid,
-			      p->idmap.has_root ? p->idmap.root_gid : p->idmap.user_gid, err);
+	r = chown_for_sandbox(sub, p->idmap.user_uid, p->idmap.user_gid, err);
 	if (r < 0)
 		return r;
 	if (o->workspace) {
+		struct stat wst;
+
 		if (!realpath(o->workspace, p->workspace))
 			return ts_err_errno(err, -errno, "workspace `%s`", o->workspace);
+		if (stat(p->workspace, &wst) == 0 && wst.st_uid != (uid_t)p->idmap.user_uid &&
+		    !p->idmap.has_root)
+			ts_strv_pushf(&p->warnings,
+				      "workspace `%s` is owned by uid %u, not by the sandbox user "
+				      "(host uid %lu): it may not be writable inside",
+				      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid);
+		else if (stat(p->workspace, &wst) == 0 && wst.st_uid != (uid_t)p->idmap.user_uid &&
+			 getuid() == 0)
+			ts_strv_pushf(&p->warnings,
+				      "workspace `%s` is owned by uid %u; the sandbox user is host "
+				      "uid %lu and cannot write it unless you `chown -R %lu:%lu` it "
+				      "(host root is never mapped into a sandbox)",
+				      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid,
+				      p->idmap.user_uid, p->idmap.user_gid);
 	} else {
 		if (ts_path_join(p->workspace, sizeof(p->workspace), p->dir, "workspace") < 0)
 			return ts_err(err, -ENAMETOOLONG, "workspace path too long");
@@ -570,11 +584,12 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 	if (r < 0)
 		goto out;
 	for (size_t i = 0; i < p.warnings.n; i++)
-		if (o->verbose || strstr(p.warnings.v[i], "not enforced"))
+		if (o->verbose || !strstr(p.warnings.v[i], "enforced as"))
 			fprintf(stderr, "toren-sandbox: warning: %s\n", p.warnings.v[i]);
 	if (o->verbose)
-		fprintf(stderr, "toren-sandbox: sandbox %s in `%s` (ids: %s)\n", p.id, p.dir,
-			p.idmap.mode);
+		fprintf(stderr,
+			"toren-sandbox: sandbox %s in `%s` (ids: %s; user is host uid %lu)\n",
+			p.id, p.dir, p.idmap.mode, p.idmap.user_uid);
 	if (o->dry_run) {
 		print_dry_run(&p);
 		*ret_status = 0;

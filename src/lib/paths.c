@@ -70,10 +70,13 @@ int ts_paths_init(struct ts_paths *p, struct ts_error *err)
 			     err)) < 0 ||
 	    (r = find_binary(p->init, sizeof(p->init), self_dir, "toren-sandbox-init", err)) < 0)
 		return r;
-	/* Running from a build tree: use the source tree's policy files, so an edit is
-	 * picked up without installing. */
+	/* TOREN_SANDBOX_POLICY_DIR wins; then, running from a build tree, the source tree's
+	 * policy files (an edit is picked up without installing); else the data dir. */
 	ts_path_join(probe, sizeof(probe), self_dir, "build.ninja");
-	if (access(probe, F_OK) == 0)
+	env = getenv("TOREN_SANDBOX_POLICY_DIR");
+	if (env && env[0] == '/')
+		snprintf(p->policy_dir, sizeof(p->policy_dir), "%s", env);
+	else if (access(probe, F_OK) == 0)
 		snprintf(p->policy_dir, sizeof(p->policy_dir), "%s", TS_SOURCE_POLICYDIR);
 	else
 		snprintf(p->policy_dir, sizeof(p->policy_dir), "%s", TS_DATADIR);

@@ -63,12 +63,12 @@ static const struct {
 	const char *name;
 	int nr;
 } newer_syscalls[] = {
-	{ "cachestat", 451 },	      { "fchmodat2", 452 },	    { "map_shadow_stack", 453 },
-	{ "futex_wake", 454 },	      { "futex_wait", 455 },	    { "futex_requeue", 456 },
-	{ "statmount", 457 },	      { "listmount", 458 },	    { "lsm_get_self_attr", 459 },
+	{ "cachestat", 451 },	      { "fchmodat2", 452 },	   { "map_shadow_stack", 453 },
+	{ "futex_wake", 454 },	      { "futex_wait", 455 },	   { "futex_requeue", 456 },
+	{ "statmount", 457 },	      { "listmount", 458 },	   { "lsm_get_self_attr", 459 },
 	{ "lsm_set_self_attr", 460 }, { "lsm_list_modules", 461 }, { "mseal", 462 },
-	{ "setxattrat", 463 },	      { "getxattrat", 464 },	    { "listxattrat", 465 },
-	{ "removexattrat", 466 },     { "open_tree_attr", 467 },    { "file_getattr", 468 },
+	{ "setxattrat", 463 },	      { "getxattrat", 464 },	   { "listxattrat", 465 },
+	{ "removexattrat", 466 },     { "open_tree_attr", 467 },   { "file_getattr", 468 },
 	{ "file_setattr", 469 },
 };
 
@@ -76,7 +76,7 @@ static const struct {
 static const struct arch_name {
 	uint32_t token;
 	const char *scmp; /* "architectures": SCMP_ARCH_* */
-	const char *go;	  /* includes/excludes "arches": Go's GOARCH */
+	const char *go; /* includes/excludes "arches": Go's GOARCH */
 } arch_names[] = {
 	{ SCMP_ARCH_X86_64, "SCMP_ARCH_X86_64", "amd64" },
 	{ SCMP_ARCH_AARCH64, "SCMP_ARCH_AARCH64", "arm64" },
@@ -90,7 +90,7 @@ struct rule {
 	uint32_t action;
 	unsigned int n_args;
 	struct scmp_arg_cmp args[ARG_COUNT];
-	size_t index;	  /* position in syscalls[], for messages */
+	size_t index; /* position in syscalls[], for messages */
 	const char *name; /* borrowed from the JSON tree */
 };
 
@@ -293,8 +293,8 @@ static int parse_u64(struct compiler *c, const char *what, const char *key, json
 	return 0;
 }
 
-static int check_keys(struct compiler *c, const char *what, json_t *obj,
-		      const char *const *allowed, struct ts_error *err)
+static int check_keys(struct compiler *c, const char *what, json_t *obj, const char *const *allowed,
+		      struct ts_error *err)
 {
 	const char *key;
 	json_t *v;
@@ -324,9 +324,12 @@ static int parse_args(struct compiler *c, const char *what, json_t *jargs, struc
 		const char *name;
 		enum scmp_compare op;
 	} ops[] = {
-		{ "SCMP_CMP_NE", SCMP_CMP_NE },	{ "SCMP_CMP_LT", SCMP_CMP_LT },
-		{ "SCMP_CMP_LE", SCMP_CMP_LE },	{ "SCMP_CMP_EQ", SCMP_CMP_EQ },
-		{ "SCMP_CMP_GE", SCMP_CMP_GE },	{ "SCMP_CMP_GT", SCMP_CMP_GT },
+		{ "SCMP_CMP_NE", SCMP_CMP_NE },
+		{ "SCMP_CMP_LT", SCMP_CMP_LT },
+		{ "SCMP_CMP_LE", SCMP_CMP_LE },
+		{ "SCMP_CMP_EQ", SCMP_CMP_EQ },
+		{ "SCMP_CMP_GE", SCMP_CMP_GE },
+		{ "SCMP_CMP_GT", SCMP_CMP_GT },
 		{ "SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ },
 	};
 	bool seen[ARG_COUNT] = { false };
@@ -340,8 +343,8 @@ static int parse_args(struct compiler *c, const char *what, json_t *jargs, struc
 	if (!json_is_array(jargs))
 		return ts_err(err, -EINVAL, "`%s`: %s: `args` must be an array", c->path, what);
 	if (json_array_size(jargs) > ARG_COUNT)
-		return ts_err(err, -EINVAL, "`%s`: %s: more than %d argument comparisons",
-			      c->path, what, ARG_COUNT);
+		return ts_err(err, -EINVAL, "`%s`: %s: more than %d argument comparisons", c->path,
+			      what, ARG_COUNT);
 
 	json_array_foreach(jargs, i, a) {
 		struct scmp_arg_cmp *cmp = &rule->args[rule->n_args];
@@ -352,8 +355,8 @@ static int parse_args(struct compiler *c, const char *what, json_t *jargs, struc
 		bool found = false;
 
 		if (!json_is_object(a))
-			return ts_err(err, -EINVAL, "`%s`: %s: args[%zu] is not an object",
-				      c->path, what, i);
+			return ts_err(err, -EINVAL, "`%s`: %s: args[%zu] is not an object", c->path,
+				      what, i);
 		r = check_keys(c, what, a, keys, err);
 		if (r < 0)
 			return r;
@@ -383,8 +386,8 @@ static int parse_args(struct compiler *c, const char *what, json_t *jargs, struc
 			}
 		}
 		if (!found)
-			return ts_err(err, -EINVAL, "`%s`: %s: args[%zu]: unknown op `%s`",
-				      c->path, what, i, op);
+			return ts_err(err, -EINVAL, "`%s`: %s: args[%zu]: unknown op `%s`", c->path,
+				      what, i, op);
 		r = parse_u64(c, what, "value", json_object_get(a, "value"), &value, err);
 		if (r < 0)
 			return r;
@@ -420,8 +423,8 @@ static int string_in_array(json_t *arr, const char *s, bool *ret)
  * drops the rule. We grant no capabilities, so includes.caps never holds and excludes.caps
  * never drops.
  */
-static int filter_holds(struct compiler *c, const char *what, json_t *f, bool include,
-			bool *ret, struct ts_error *err)
+static int filter_holds(struct compiler *c, const char *what, json_t *f, bool include, bool *ret,
+			struct ts_error *err)
 {
 	static const char *const keys[] = { "arches", "caps", "minKernel", NULL };
 	const char *name = include ? "includes" : "excludes";
@@ -455,8 +458,8 @@ static int filter_holds(struct compiler *c, const char *what, json_t *f, bool in
 	caps = json_object_get(f, "caps");
 	if (caps && !json_is_null(caps)) {
 		if (!json_is_array(caps))
-			return ts_err(err, -EINVAL, "`%s`: %s: `%s.caps` must be an array",
-				      c->path, what, name);
+			return ts_err(err, -EINVAL, "`%s`: %s: `%s.caps` must be an array", c->path,
+				      what, name);
 		if (json_array_size(caps) > 0)
 			all = false;
 	}
@@ -511,8 +514,8 @@ static int add_named_rule(struct compiler *c, struct rule *rule, const char *nam
 
 static int parse_rule(struct compiler *c, size_t idx, json_t *jrule, struct ts_error *err)
 {
-	static const char *const keys[] = { "names",	"name",	    "action",	"errnoRet", "args",
-					    "comment",	"includes", "excludes", NULL };
+	static const char *const keys[] = { "names",   "name",	   "action",   "errnoRet", "args",
+					    "comment", "includes", "excludes", NULL };
 	json_t *names, *jname, *v;
 	struct rule rule = { .index = idx };
 	bool inc, exc;
@@ -574,31 +577,122 @@ static int parse_rule(struct compiler *c, size_t idx, json_t *jrule, struct ts_e
 	return 0;
 }
 
+/* The values x satisfying a range-like comparison, as at most two closed intervals. */
+static unsigned int cmp_intervals(const struct scmp_arg_cmp *c, uint64_t iv[2][2])
+{
+	uint64_t v = c->datum_a;
+
+	switch (c->op) {
+	case SCMP_CMP_EQ:
+		iv[0][0] = iv[0][1] = v;
+		return 1;
+	case SCMP_CMP_LT:
+		if (v == 0)
+			return 0;
+		iv[0][0] = 0;
+		iv[0][1] = v - 1;
+		return 1;
+	case SCMP_CMP_LE:
+		iv[0][0] = 0;
+		iv[0][1] = v;
+		return 1;
+	case SCMP_CMP_GT:
+		if (v == UINT64_MAX)
+			return 0;
+		iv[0][0] = v + 1;
+		iv[0][1] = UINT64_MAX;
+		return 1;
+	case SCMP_CMP_GE:
+		iv[0][0] = v;
+		iv[0][1] = UINT64_MAX;
+		return 1;
+	case SCMP_CMP_NE: {
+		unsigned int n = 0;
+
+		if (v > 0) {
+			iv[n][0] = 0;
+			iv[n++][1] = v - 1;
+		}
+		if (v < UINT64_MAX) {
+			iv[n][0] = v + 1;
+			iv[n++][1] = UINT64_MAX;
+		}
+		return n;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* Can one argument value satisfy both comparisons? false only when provably not. */
+static bool cmp_compatible(const struct scmp_arg_cmp *a, const struct scmp_arg_cmp *b)
+{
+	uint64_t ia[2][2], ib[2][2];
+	unsigned int na, nb;
+
+	if (a->op == SCMP_CMP_MASKED_EQ && b->op != SCMP_CMP_MASKED_EQ) {
+		const struct scmp_arg_cmp *t = a;
+
+		a = b;
+		b = t;
+	}
+	if (b->op == SCMP_CMP_MASKED_EQ) {
+		uint64_t m = b->datum_a, v = b->datum_b;
+
+		if (v & ~m)
+			return false; /* (x & m) == v never holds */
+		if (a->op == SCMP_CMP_MASKED_EQ)
+			return !(a->datum_b & ~a->datum_a) && !((a->datum_b ^ v) & a->datum_a & m);
+		if (a->op == SCMP_CMP_EQ)
+			return (a->datum_a & m) == v;
+		if (a->op == SCMP_CMP_NE)
+			return !(m == UINT64_MAX && v == a->datum_a);
+		return true; /* a range against a mask: assume they meet */
+	}
+	na = cmp_intervals(a, ia);
+	nb = cmp_intervals(b, ib);
+	for (unsigned int i = 0; i < na; i++)
+		for (unsigned int j = 0; j < nb; j++)
+			if (ia[i][0] <= ib[j][1] && ib[j][0] <= ia[i][1])
+				return true;
+	return false;
+}
+
+static bool rules_may_overlap(const struct rule *a, const struct rule *b)
+{
+	for (unsigned int i = 0; i < a->n_args; i++)
+		for (unsigned int j = 0; j < b->n_args; j++)
+			if (a->args[i].arg == b->args[j].arg &&
+			    !cmp_compatible(&a->args[i], &b->args[j]))
+				return false;
+	return true;
+}
+
 /*
- * libseccomp lets an unconditional rule override the syscall's other rules whatever
- * their action, and refuses or drops nothing it would report. Find the profiles where
- * that changes the meaning.
+ * libseccomp keeps no profile order: an unconditional rule overrides the syscall's other
+ * rules, and where two conditional rules with different actions both match, its tree
+ * decides. Refuse any pair of rules for one syscall that have different actions and that
+ * some arguments could match both (rules equal to the default action included: they
+ * say what the author meant even though they are not added).
  */
 static int check_conflicts(struct compiler *c, struct ts_error *err)
 {
 	for (size_t i = 0; i < c->n_rules; i++) {
-		const struct rule *u = &c->rules[i];
+		const struct rule *a = &c->rules[i];
 
-		if (u->n_args > 0)
-			continue;
-		for (size_t j = 0; j < c->n_rules; j++) {
-			const struct rule *o = &c->rules[j];
-			char a[40], b[40];
+		for (size_t j = i + 1; j < c->n_rules; j++) {
+			const struct rule *b = &c->rules[j];
+			char an[40], bn[40];
 
-			if (j == i || o->nr != u->nr || o->action == u->action)
+			if (b->nr != a->nr || b->action == a->action || !rules_may_overlap(a, b))
 				continue;
-			action_name(u->action, a, sizeof(a));
-			action_name(o->action, b, sizeof(b));
+			action_name(a->action, an, sizeof(an));
+			action_name(b->action, bn, sizeof(bn));
 			return ts_err(err, -EINVAL,
-				      "`%s`: syscalls[%zu] (`%s`): unconditional %s conflicts with "
-				      "%s in syscalls[%zu]; libseccomp would keep only the "
-				      "unconditional rule",
-				      c->path, u->index, u->name, a, b, o->index);
+				      "`%s`: syscalls[%zu] (%s) and syscalls[%zu] (%s) can both "
+				      "match `%s`; libseccomp keeps no rule order, so make their "
+				      "conditions exclusive",
+				      c->path, a->index, an, b->index, bn, a->name);
 		}
 	}
 	return 0;
@@ -718,8 +812,10 @@ static int build_filter(struct compiler *c, scmp_filter_ctx *ret, struct ts_erro
 	/* clone3's flags sit behind a pointer: ENOSYS makes libc fall back to clone. */
 	clone3_nr = seccomp_syscall_resolve_name_arch(c->arch->token, "clone3");
 	if (clone3_nr >= 0) {
-		struct rule rule = { .nr = clone3_nr, .action = SCMP_ACT_ERRNO(ENOSYS),
-				     .index = SIZE_MAX, .name = "clone3" };
+		struct rule rule = { .nr = clone3_nr,
+				     .action = SCMP_ACT_ERRNO(ENOSYS),
+				     .index = SIZE_MAX,
+				     .name = "clone3" };
 		size_t k = 0;
 
 		for (size_t i = 0; i < c->n_rules; i++)
@@ -760,8 +856,8 @@ static int build_filter(struct compiler *c, scmp_filter_ctx *ret, struct ts_erro
 				continue;
 			r = seccomp_rule_add_exact(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
 			if (r < 0)
-				return ts_err_errno(err, r, "`%s`: add ENOSYS rule for %d",
-						    c->path, nr);
+				return ts_err_errno(err, r, "`%s`: add ENOSYS rule for %d", c->path,
+						    nr);
 		}
 	}
 
@@ -820,8 +916,8 @@ static int export_bpf(const char *path, scmp_filter_ctx ctx, int fd, struct ts_e
 	if (fstat(mfd, &st) < 0)
 		return ts_err_errno(err, -errno, "fstat the exported seccomp filter");
 	if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0)
-		return ts_err(err, -EIO, "`%s`: exported seccomp filter has a bad size %lld",
-			      path, (long long)st.st_size);
+		return ts_err(err, -EIO, "`%s`: exported seccomp filter has a bad size %lld", path,
+			      (long long)st.st_size);
 	if (st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
 		return ts_err(err, -E2BIG,
 			      "`%s`: seccomp filter has %lld instructions, the kernel takes %d",
@@ -947,8 +1043,7 @@ static int open_cache_dir(const char *cache_dir, char *abs, size_t abs_len, int 
 			      "writable by others",
 			      cache_dir, (unsigned int)geteuid());
 	if (!realpath(cache_dir, real))
-		return ts_err_errno(err, -errno, "resolve seccomp cache directory `%s`",
-				    cache_dir);
+		return ts_err_errno(err, -errno, "resolve seccomp cache directory `%s`", cache_dir);
 	if (strlen(real) >= abs_len)
 		return ts_err(err, -ENAMETOOLONG, "seccomp cache directory `%s`: path too long",
 			      cache_dir);

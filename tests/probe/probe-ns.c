@@ -56,8 +56,8 @@ static bool pid_is_canary(pid_t pid, struct probe_ctx *ctx)
 	for (ssize_t i = 0; i < n; i++)
 		if (buf[i] == '\0')
 			buf[i] = ' ';
-	return strstr(buf, "sleep") && (!ctx->marker || strstr(buf, ctx->marker) ||
-					strstr(buf, "86399"));
+	(void)ctx;
+	return strstr(buf, "sleep") != NULL; /* nothing inside runs sleep during `all` */
 }
 
 PROBE_CASE(ns01_pids)
@@ -324,8 +324,7 @@ PROBE_CASE(ns08_cgroup)
 			if (!strncmp(ctrl, "name=", 5))
 				ctrl += 5;
 			for (int up = 0; up < 2; up++) {
-				snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s%s%s", ctrl,
-					 *ctrl ? "" : "", cg);
+				snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s%s", ctrl, cg);
 				if (up) { /* the parent cgroup */
 					char *s = strrchr(dir, '/');
 					if (s && s > dir + strlen("/sys/fs/cgroup/"))
@@ -399,6 +398,11 @@ PROBE_CASE(ns10_uts_ipc)
 		TRY(r, "semget(host key)", semget((key_t)ctx->sem_key, 0, 0), ENOENT);
 	if (ctx->msg_key >= 0)
 		TRY(r, "msgget(host key)", msgget((key_t)ctx->msg_key, 0), ENOENT);
+	if (ctx->shm_name) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "/dev/shm/%s", ctx->shm_name);
+		TRY(r, "host /dev/shm file", access(path, F_OK), ENOENT);
+	}
 	static const char *dirs[] = { "/dev/shm", "/dev/mqueue" };
 	for (size_t i = 0; i < 2; i++) {
 		DIR *d = opendir(dirs[i]);
@@ -670,8 +674,7 @@ PROBE_CASE(ev01_env)
 static void must_be_absent(struct probe_res *r, const char *path)
 {
 	struct stat st;
-	errno = 0;
-	expect_err(r, path, lstat(path, &st), errno, ERRS(ENOENT, EACCES));
+	TRY(r, path, lstat(path, &st), ENOENT, EACCES);
 }
 
 PROBE_CASE(ev03_host_files)
@@ -833,9 +836,7 @@ PROBE_CASE(dv01_dev)
 			continue;
 		}
 		struct stat st;
-		char path[64];
-		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
-		if (lstat(path, &st) < 0 || !a->maj)
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !a->maj)
 			continue;
 		if (S_ISLNK(st.st_mode)) /* ptmx -> pts/ptmx */
 			continue;

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -394,9 +396,9 @@ PROBE_CASE(sc09_privileged)
 
 PROBE_CASE(sc10_handles)
 {
-	struct {
+	union {
 		struct file_handle fh;
-		unsigned char buf[128];
+		unsigned char raw[sizeof(struct file_handle) + 128];
 	} h;
 	int mnt_id;
 	h.fh.handle_bytes = 128;
@@ -421,8 +423,8 @@ PROBE_CASE(sc10_handles)
 	/* Shocker: ext4 FILEID_INO32_GEN handle of inode 2 (the root of a host fs). */
 	h.fh.handle_bytes = 8;
 	h.fh.handle_type = 1;
-	memset(h.fh.f_handle, 0, 8);
-	h.fh.f_handle[0] = 2;
+	static const unsigned int ino_gen[2] = { 2, 0 };
+	memcpy(h.raw + offsetof(struct file_handle, f_handle), ino_gen, sizeof(ino_gen));
 	errno = 0;
 	long fd = open_by_handle_at(root, &h.fh, O_RDONLY);
 	expect_err(r, "open_by_handle_at(ino 2)", fd, errno, ERRS(EPERM));
@@ -442,7 +444,7 @@ PROBE_CASE(sc11_tracing)
 	pid_t pids[512];
 	size_t n = proc_pids(pids, 512);
 	pid_t self = getpid(), main_pid = probe_main_pid();
-	char what[64], buf[64];
+	char what[96], buf[64];
 	long remote = 0x400000;
 
 	errno = 0;
@@ -664,8 +666,7 @@ PROBE_CASE(sc16_clock)
 	struct timespec now;
 	struct timeval tv;
 	struct timex tx;
-	errno = 0;
-	control_ok(r, "clock_gettime", clock_gettime(CLOCK_REALTIME, &now), errno);
+	CTL_OK(r, "clock_gettime", clock_gettime(CLOCK_REALTIME, &now));
 	memset(&tx, 0, sizeof(tx));
 	CTL_OK(r, "adjtimex(read)", syscall(SYS_adjtimex, &tx));
 	/* A bad pointer is EFAULT before the CAP_SYS_TIME check: decisive. */

@@ -132,9 +132,15 @@ int sim_run(const struct sim_prog *prog, const struct seccomp_data *data, uint32
 			break;
 		case BPF_ALU:
 			switch (BPF_OP(f->code)) {
-			case BPF_ADD: A += src; break;
-			case BPF_SUB: A -= src; break;
-			case BPF_MUL: A *= src; break;
+			case BPF_ADD:
+				A += src;
+				break;
+			case BPF_SUB:
+				A -= src;
+				break;
+			case BPF_MUL:
+				A *= src;
+				break;
 			case BPF_DIV:
 				if (!src)
 					return -EINVAL;
@@ -145,13 +151,26 @@ int sim_run(const struct sim_prog *prog, const struct seccomp_data *data, uint32
 					return -EINVAL;
 				A %= src;
 				break;
-			case BPF_AND: A &= src; break;
-			case BPF_OR: A |= src; break;
-			case BPF_XOR: A ^= src; break;
-			case BPF_LSH: A = src < 32 ? A << src : 0; break;
-			case BPF_RSH: A = src < 32 ? A >> src : 0; break;
-			case BPF_NEG: A = -A; break;
-			default: return -EINVAL;
+			case BPF_AND:
+				A &= src;
+				break;
+			case BPF_OR:
+				A |= src;
+				break;
+			case BPF_XOR:
+				A ^= src;
+				break;
+			case BPF_LSH:
+				A = src < 32 ? A << src : 0;
+				break;
+			case BPF_RSH:
+				A = src < 32 ? A >> src : 0;
+				break;
+			case BPF_NEG:
+				A = -A;
+				break;
+			default:
+				return -EINVAL;
 			}
 			break;
 		case BPF_JMP:
@@ -162,11 +181,20 @@ int sim_run(const struct sim_prog *prog, const struct seccomp_data *data, uint32
 				break;
 			}
 			switch (BPF_OP(f->code)) {
-			case BPF_JEQ: taken = A == src; break;
-			case BPF_JGT: taken = A > src; break;
-			case BPF_JGE: taken = A >= src; break;
-			case BPF_JSET: taken = (A & src) != 0; break;
-			default: return -EINVAL;
+			case BPF_JEQ:
+				taken = A == src;
+				break;
+			case BPF_JGT:
+				taken = A > src;
+				break;
+			case BPF_JGE:
+				taken = A >= src;
+				break;
+			case BPF_JSET:
+				taken = (A & src) != 0;
+				break;
+			default:
+				return -EINVAL;
 			}
 			k = taken ? f->jt : f->jf;
 			if (k >= prog->len - pc)
@@ -199,15 +227,32 @@ int sim_run(const struct sim_prog *prog, const struct seccomp_data *data, uint32
 const char *sim_action_str(uint32_t ret, char *buf, size_t len)
 {
 	switch (ret & SECCOMP_RET_ACTION_FULL) {
-	case SECCOMP_RET_ALLOW: snprintf(buf, len, "ALLOW"); break;
-	case SECCOMP_RET_ERRNO: snprintf(buf, len, "ERRNO(%u)", ret & SECCOMP_RET_DATA); break;
-	case SECCOMP_RET_KILL_PROCESS: snprintf(buf, len, "KILL_PROCESS"); break;
-	case SECCOMP_RET_KILL_THREAD: snprintf(buf, len, "KILL_THREAD"); break;
-	case SECCOMP_RET_TRAP: snprintf(buf, len, "TRAP"); break;
-	case SECCOMP_RET_TRACE: snprintf(buf, len, "TRACE(%u)", ret & SECCOMP_RET_DATA); break;
-	case SECCOMP_RET_LOG: snprintf(buf, len, "LOG"); break;
-	case SECCOMP_RET_USER_NOTIF: snprintf(buf, len, "USER_NOTIF"); break;
-	default: snprintf(buf, len, "0x%08x", ret);
+	case SECCOMP_RET_ALLOW:
+		snprintf(buf, len, "ALLOW");
+		break;
+	case SECCOMP_RET_ERRNO:
+		snprintf(buf, len, "ERRNO(%u)", ret & SECCOMP_RET_DATA);
+		break;
+	case SECCOMP_RET_KILL_PROCESS:
+		snprintf(buf, len, "KILL_PROCESS");
+		break;
+	case SECCOMP_RET_KILL_THREAD:
+		snprintf(buf, len, "KILL_THREAD");
+		break;
+	case SECCOMP_RET_TRAP:
+		snprintf(buf, len, "TRAP");
+		break;
+	case SECCOMP_RET_TRACE:
+		snprintf(buf, len, "TRACE(%u)", ret & SECCOMP_RET_DATA);
+		break;
+	case SECCOMP_RET_LOG:
+		snprintf(buf, len, "LOG");
+		break;
+	case SECCOMP_RET_USER_NOTIF:
+		snprintf(buf, len, "USER_NOTIF");
+		break;
+	default:
+		snprintf(buf, len, "0x%08x", ret);
 	}
 	return buf;
 }

@@ -36,8 +36,8 @@ __attribute__((format(printf, 2, 3))) static inline bool ok(bool cond, const cha
 	return cond;
 }
 
-__attribute__((format(printf, 2, 3))) static inline void skip(const char *reason,
-							      const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static inline void skip(const char *reason, const char *fmt,
+							      ...)
 {
 	va_list ap;
 

@@ -1,0 +1,147 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# `toren-sandbox run`: the promises of the CLI, end to end, in the current mode
+# (see modes.sh). TAP on stdout.
+set -u
+cli=$TS_CLI
+n=0 failed=0
+t() { # t STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
+}
+is() { # is GOT WANT DESCRIPTION
+	if [ "$1" = "$2" ]; then t 0 "$3"; else t 1 "$3 (got '$1', want '$2')"; fi
+}
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+tmp=$(mktemp -d /tmp/ts-basics-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+run() { timeout 60 "$cli" run "$@"; }
+
+# exit status and signals
+run -- sh -c 'exit 7'; is $? 7 "exit status passes through"
+run -- true; is $? 0 "true exits 0 (control)"
+run -- sh -c 'kill -KILL $$'; is $? 137 "killed by SIGKILL gives 137"
+run -- /nonexistent/cmd 2>/dev/null; is $? 127 "missing command gives 127"
+run -- /etc 2>/dev/null; is $? 126 "non-executable gives 126"
+
+# id and environment inside
+out=$(run -- sh -c 'echo "$(id -u):$(id -g):$HOME:$(pwd):$USER:$LANG"')
+is "$out" "1000:1000:/home/user:/home/user:user:C.UTF-8" "runs as user 1000 in /home/user"
+out=$(SECRET_TOKEN=s3cret FOO=bar run --env FOO --env BAR=baz -- sh -c 'env | sort | tr "\n" " "')
+case $out in *FOO=bar*BAR* | *BAR=baz*FOO=bar*) t 0 "allow-listed --env NAME and NAME=VALUE enter";; *) t 1 "allow-list: $out";; esac
+case $out in *s3cret*|*SECRET_TOKEN*) t 1 "host variable leaked: $out";; *) t 0 "a host variable not allow-listed stays out";; esac
+names=$(SECRET_TOKEN=x run -- sh -c 'env | cut -d= -f1 | grep -v -e "^PWD$" -e "^SHLVL$" -e "^_$" | sort | tr "\n" " "')
+is "$names" "HOME LANG PATH TERM USER " "only the fixed base environment is set"
+run --env 'BAD-NAME=x' -- true 2>/dev/null; is $? 2 "--env with a bad name is a usage error"
+
+# workspace
+ws=$tmp/ws; mkdir -p "$ws"; echo hello >"$ws/in.txt"
+if [ "$TS_MODE" = root ]; then
+	# host root is never mapped: hand the workspace to the sandbox user's host id
+	sbuid=$("$cli" run -v -- true 2>&1 | sed -n 's/.*user is host uid \([0-9]*\).*/\1/p')
+	chown -R "$sbuid" "$ws"
+	"$cli" run --workspace "$tmp" -- true 2>&1 | grep -q 'cannot write it unless you .chown'
+	t $? "root is told when a workspace is not writable by the sandbox user"
+fi
+out=$(run --workspace "$ws" -- sh -c 'cat in.txt; echo out >out.txt')
+is "$out" hello "--workspace is bound at /home/user"
+is "$(cat "$ws/out.txt" 2>/dev/null)" out "files written in the workspace stay on the host"
+is "$(stat -c %u "$ws/out.txt" 2>/dev/null)" "$(stat -c %u "$ws")" "workspace files belong to the workspace owner on the host"
+
+# stdin
+out=$(printf 'line1\nline2\n' | run -- sh -c 'wc -l')
+is "$(echo $out)" 2 "stdin is streamed in"
+
+# timeout kills the whole tree
+marker="ts-basics-$$-$RANDOM"
+start=$(date +%s)
+run --timeout 1 -- bash -c "sleep 300 & exec -a $marker sleep 300" 2>"$tmp/err"; st=$?
+is "$st" 124 "--timeout exits 124"
+grep -q 'timed out' "$tmp/err"; t $? "--timeout says so on stderr"
+[ $(( $(date +%s) - start )) -lt 20 ]; t $? "--timeout fires promptly"
+sleep 0.2
+pgrep -f "$marker" >/dev/null; [ $? = 1 ]; t $? "no process of the timed-out tree is left on the host"
+
+# Ctrl-C (SIGINT to the CLI) reaches the command's process group
+"$cli" run -- sh -c 'trap "exit 42" INT; sleep 30 & wait' & pid=$!
+sleep 1; kill -INT $pid; wait $pid; is $? 42 "SIGINT to run reaches the command"
+"$cli" run -- sh -c 'trap "exit 43" TERM; sleep 30 & wait' & pid=$!
+sleep 1; kill -TERM $pid; wait $pid; is $? 43 "SIGTERM to run reaches the command"
+
+# the read-only image
+run -- sh -c 'touch /etc/x' 2>/dev/null; [ $? != 0 ]; t $? "the image is not writable by user"
+run -- sh -c 'touch /tmp/x && touch /var/tmp/x'; is $? 0 "/tmp and /var/tmp are writable"
+out=$(run -- sh -c 'cat /etc/shadow 2>&1; ls /etc/ssh 2>/dev/null | grep -c host_key')
+case $out in *"No such file"*0) t 0 "no shadow and no ssh host keys in /etc";; *) t 1 "/etc filter: $out";; esac
+is "$(run -- hostname)" sandbox "hostname is the sandbox's"
+
+# --user root: only where a root exists inside
+if [ "$TS_MODE" = userns ]; then
+	run --user root -- id -u 2>"$tmp/err"; is $? 125 "--user root refused with a single id"
+	grep -q 'subordinate ids' "$tmp/err"; t $? "the refusal names the fix"
+else
+	out=$(run --user root -- sh -c 'id -u; grep CapEff /proc/self/status')
+	is "$(echo $out)" "0 CapEff: 0000000000000000" "--user root runs as uid 0 without any capability"
+fi
+
+# limits
+forks='import os,sys,time
+n = 0
+for i in range(int(sys.argv[1])):
+    try:
+        p = os.fork()
+    except OSError:
+        break
+    if p == 0:
+        time.sleep(2)
+        os._exit(0)
+    n += 1
+print(n)'
+out=$(run --pids 20 -- python3 -c "$forks" 60)
+[ "${out:-99}" -lt 40 ] 2>/dev/null; t $? "--pids 20 caps the number of processes (started $out of 60)"
+run --memory 64M -- sh -c 'x=$(head -c 300000000 /dev/zero | tr "\0" a); echo ${#x}' >/dev/null 2>&1; [ $? != 0 ]; t $? "--memory 64M stops a 300 MB allocation"
+run --memory 64M -- true; is $? 0 "--memory 64M still runs a small command (control)"
+run --memory 1 -- true 2>/dev/null; is $? 2 "--memory below 4M is a usage error"
+
+# bad policy files are errors naming the file and line
+printf 'version: 1\nlimits:\n  pids: 10\n  memroy: 5M\n' >"$tmp/bad.yaml"
+run --policy "$tmp/bad.yaml" -- true 2>"$tmp/err"; is $? 125 "a bad policy file fails"
+grep -q 'bad.yaml`:4:.*memroy' "$tmp/err"; t $? "the error names file, line and key ($(head -c 200 "$tmp/err"))"
+printf 'limits:\n  pids: 5\n' >"$tmp/good.yaml"
+out=$(run --policy "$tmp/good.yaml" -- python3 -c "$forks" 8)
+[ "${out:-99}" -lt 8 ] 2>/dev/null; t $? "a policy file's limits apply (started $out of 8 with pids: 5)"
+
+# --dry-run prints a command line that runs by hand
+"$cli" run --dry-run -- sh -c 'echo dry-ok; exit 5' >"$tmp/dry" 2>/dev/null; is $? 0 "--dry-run exits 0"
+grep -q 'toren-sandbox-helper' "$tmp/dry"; t $? "--dry-run prints the helper command line"
+out=$(timeout 30 bash "$tmp/dry"); st=$?
+is "$out:$st" "dry-ok:5" "the printed line runs the command in a sandbox by hand"
+
+# nothing left behind
+before=$(ls "$TOREN_SANDBOX_ROOT" | grep -Ev '^(images|cache)$' | wc -l)
+run -- sh -c 'echo x > /home/user/f; sleep 0.1'
+after=$(ls "$TOREN_SANDBOX_ROOT" | grep -Ev '^(images|cache)$' | wc -l)
+is "$after" "$before" "the fresh sandbox directory is removed after run"
+kept=$(run --keep -v -- true 2>&1 | sed -n 's/.*sandbox \([0-9a-f]*\) in.*/\1/p')
+[ -n "$kept" ] && [ -d "$TOREN_SANDBOX_ROOT/$kept/workspace" ]; t $? "--keep keeps the sandbox directory"
+rm -rf "${TOREN_SANDBOX_ROOT:?}/$kept"
+m1=$(wc -l </proc/self/mountinfo)
+run -- true
+m2=$(wc -l </proc/self/mountinfo)
+is "$m2" "$m1" "no mount is left in the caller's namespace"
+
+# doctor
+"$cli" doctor >"$tmp/doc" 2>&1; is $? 0 "doctor passes on this host"
+grep -q '^ok   sandbox start' "$tmp/doc"; t $? "doctor starts a real sandbox"
+grep -q '^ok   user namespaces' "$tmp/doc"; t $? "doctor checks user namespaces"
+
+# usage errors
+"$cli" run 2>/dev/null; is $? 2 "run without a command is a usage error"
+"$cli" run --bogus -- true 2>/dev/null; is $? 2 "an unknown option is a usage error"
+"$cli" run --timeout -5 -- true 2>/dev/null; is $? 2 "a negative timeout is a usage error"
+"$cli" nosuch 2>/dev/null; is $? 2 "an unknown command is a usage error"
+run --workspace /nonexistent/dir -- true 2>"$tmp/err"; is $? 125 "a missing workspace fails before starting"
+grep -q 'nonexistent' "$tmp/err"; t $? "the error names the workspace"
+
+echo "1..$n"
+[ $failed = 0 ]

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small parsers and helpers every layer relies on. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "idmap-plan.h"
+#include "strv.h"
+#include "tap.h"
+#include "util.h"
+
+int main(void)
+{
+	unsigned long long v = 0;
+	unsigned long s = 0, c = 0;
+	char buf[256], dir[] = "/tmp/ts-unit-XXXXXX", path[512];
+	struct ts_strv sv = { 0 };
+	int fd;
+
+	plan(33);
+	ok(ts_parse_size("512M", &v) == 0 && v == 512ULL << 20, "size 512M");
+	ok(ts_parse_size("1GiB", &v) == 0 && v == 1ULL << 30, "size 1GiB");
+	ok(ts_parse_size("4096", &v) == 0 && v == 4096, "size plain");
+	ok(ts_parse_size("-1", &v) == -EINVAL, "size negative refused");
+	ok(ts_parse_size("12X", &v) == -EINVAL, "size bad suffix refused");
+	ok(ts_parse_size("99999999999999999999", &v) < 0, "size overflow refused");
+	ok(ts_parse_size("17179869184T", &v) == -ERANGE, "size multiply overflow refused");
+	ok(ts_parse_ull("42", &v) == 0 && v == 42, "ull");
+	ok(ts_parse_ull("4 2", &v) == -EINVAL, "ull with space refused");
+	ok(ts_parse_ull("", &v) == -EINVAL, "ull empty refused");
+	ok(ts_parse_duration_ms("1.5", &v) == 0 && v == 1500, "duration 1.5");
+	ok(ts_parse_duration_ms("5m", &v) == 0 && v == 300000, "duration 5m");
+	ok(ts_parse_duration_ms("250ms", &v) == 0 && v == 250, "duration 250ms");
+	ok(ts_parse_duration_ms("1y", &v) == -EINVAL, "duration bad unit refused");
+	ok(ts_parse_duration_ms("nan", &v) == -EINVAL, "duration nan refused");
+	ok(ts_env_name_valid("GIT_AUTHOR_NAME"), "env name valid");
+	ok(!ts_env_name_valid("1X") && !ts_env_name_valid("A-B") && !ts_env_name_valid(""),
+	   "env names invalid");
+	ok(!ts_env_name_valid("A=B"), "env name with = invalid");
+
+	ok(ts_shell_quote("plain/path-1.0", buf, sizeof(buf)) == 0 &&
+		   !strcmp(buf, "plain/path-1.0"),
+	   "quote plain");
+	ok(ts_shell_quote("it's $x", buf, sizeof(buf)) == 0 && !strcmp(buf, "'it'\\''s $x'"),
+	   "quote single quote and dollar");
+	ok(ts_shell_quote("", buf, sizeof(buf)) == 0 && !strcmp(buf, "''"), "quote empty");
+	ok(ts_shell_quote("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa b", buf, 8) == -ENAMETOOLONG,
+	   "quote bounded");
+	ok(ts_strv_push(&sv, "a") == 0 && ts_strv_pushf(&sv, "%d", 7) == 0 && sv.n == 2 &&
+		   !strcmp(sv.v[1], "7") && sv.v[2] == NULL,
+	   "strv push");
+	ts_strv_clear(&sv);
+	ok(sv.v == NULL && sv.n == 0, "strv clear");
+
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(path, sizeof(path), "%s/subuid", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ok(fd >= 0 && write(fd, "alice:100000:65536\n1001:200000:10\nbad line\nbob:x:y\n", 51) == 51,
+	   "write subuid fixture");
+	close(fd);
+	ok(ts_subid_lookup(path, "alice", 5000, 2000, &s, &c) == 0 && s == 100000 && c == 65536,
+	   "subid by name");
+	ok(ts_subid_lookup(path, "nobody", 1001, 1, &s, &c) == 0 && s == 200000 && c == 10,
+	   "subid by uid");
+	ok(ts_subid_lookup(path, "nobody", 1001, 2000, &s, &c) == -ENOENT,
+	   "subid range too small refused");
+	ok(ts_subid_lookup(path, "bob", 77, 1, &s, &c) == -ENOENT, "subid malformed ignored");
+
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	ok(ts_mkdir_p(AT_FDCWD, path, 0755) == 0, "mkdir -p");
+	snprintf(path, sizeof(path), "%s/a/link", dir);
+	ok(symlink("/etc", path) == 0, "plant symlink to /etc");
+	snprintf(path, sizeof(path), "%s/a", dir);
+	ok(ts_rm_rf_at(AT_FDCWD, path) == 0 && access(path, F_OK) < 0 && access("/etc/hostname",
+										     F_OK) == 0,
+	   "rm -rf removes the tree and never follows a symlink");
+	ok(ts_rm_rf_at(AT_FDCWD, dir) == 0, "rm -rf temp dir");
+	return exit_status();
+}
