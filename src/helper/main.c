@@ -8,7 +8,7 @@
  *  parent (host)                         child (new user/mount/pid/net/uts/ipc ns)
  *  -------------                         ---------------------------------------
  *  copy init into a sealed memfd
- *  clone(NEWUSER|NEWNS|NEWPID|...) --->  wait for "go"
+ *  clone(NEWUSER|NEWNS|NEWPID|...) --->  (setuid mode: dumpable) "ready"; wait for "go"
  *  write uid/gid maps (never host 0)
  *  create cgroups, move the child in
  *  send "go"                      --->   open every host source as an fd
@@ -45,6 +45,7 @@
 #include "ns.h"
 #include "proc.h"
 #include "seccomp.h"
+#include "setuid.h"
 #include "sync.h"
 #include "syscall.h"
 
@@ -85,7 +86,7 @@ static int move_high(int *fd, struct ts_error *err)
 }
 
 static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int sync_sock,
-		      int prog_fd, struct ts_error *err)
+		      int prog_fd, bool setuid_mode, struct ts_error *err)
 {
 	int keep[3] = { sync_sock, prog_fd, ctx->seccomp_fd };
 	uid_t uid;
@@ -96,6 +97,15 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	 * (unless --detach, where init is re-parented on purpose). */
 	if (!ctx->detach && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		return ts_err_errno(err, -errno, "set parent-death signal");
+	/* A helper started setuid is non-dumpable, and so is this child: its /proc files
+	 * would then belong to root and the parent, now the caller again, could not write
+	 * our id maps. We hold capabilities only in our own new namespaces here, no more
+	 * than a rootless user namespace gives; we go non-dumpable again right after. */
+	if (setuid_mode && prctl(PR_SET_DUMPABLE, 1) < 0)
+		return ts_err_errno(err, -errno, "make the child dumpable for its id maps");
+	r = ts_sync_send_ready(sync_sock);
+	if (r < 0)
+		return ts_err_errno(err, r, "tell the helper we are ready");
 	r = ts_sync_wait_go(sync_sock);
 	if (r < 0)
 		return ts_err(err, r, "helper gave up before setup");
@@ -156,6 +166,16 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	return ts_proc_exec(prog_fd, ctx->argv, ctx->envp, err);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+/* Sanitizer builds (CI): leak checking at exit would ptrace the helper, which is
+ * non-dumpable in setuid mode, and would change its exit status. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_leaks=0";
+}
+#endif
+
 static int exit_code(int status)
 {
 	if (WIFEXITED(status))
@@ -212,11 +232,18 @@ int main(int argc, char **argv)
 	struct ts_mount_state st = { .rootfd = -EBADF, .devnull_fd = -EBADF };
 	struct ts_error err = { 0 };
 	int sp[2] = { -EBADF, -EBADF }, pidfd = -EBADF, prog_fd = -EBADF, status, r;
+	bool setuid_mode;
 	pid_t child;
 
 	r = ts_helper_parse_args(&ctx, argc, argv, &err);
 	if (r < 0) {
 		fprintf(stderr, "toren-sandbox-helper: %s\n", err.msg);
+		return TS_HELPER_EXIT_SETUP;
+	}
+	/* First thing after parsing (which only reads argv): stop being root. */
+	r = ts_setuid_enter(&ctx, &setuid_mode, &err);
+	if (r < 0) {
+		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
 	}
 	if ((r = move_high(&ctx.sync_fd, &err)) < 0 || (r = move_high(&ctx.seccomp_fd, &err)) < 0) {
@@ -251,13 +278,20 @@ int main(int argc, char **argv)
 	}
 	if (child == 0) {
 		close(sp[0]);
-		r = child_main(&ctx, &st, sp[1], prog_fd, &err);
+		r = child_main(&ctx, &st, sp[1], prog_fd, setuid_mode, &err);
 		ts_sync_send_error(sp[1], &err);
 		_exit(TS_HELPER_EXIT_SETUP);
 	}
 	close(sp[1]);
+	if (setuid_mode && (r = ts_setuid_leave(&err)) < 0) {
+		kill(child, SIGKILL);
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
+	}
 
-	r = ts_idmap_apply(child, &ctx, &err);
+	r = ts_sync_wait_ready(sp[0], &err);
+	if (r >= 0)
+		r = ts_idmap_apply(child, &ctx, &err);
 	if (r >= 0)
 		r = ts_cgroup_setup(&ctx.cgroup, child, &err);
 	ts_sync_send_go(sp[0], r < 0 ? 'x' : 'g');

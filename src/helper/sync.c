@@ -9,6 +9,36 @@
 #include "helper-proto.h"
 #include "util.h"
 
+int ts_sync_send_ready(int fd)
+{
+	return ts_write_all(fd, "r", 1);
+}
+
+int ts_sync_wait_ready(int fd, struct ts_error *err)
+{
+	union {
+		char c;
+		struct ts_error e;
+	} m;
+	ssize_t n;
+
+	do
+		n = read(fd, &m, sizeof(m));
+	while (n < 0 && errno == EINTR);
+	if (n == 1 && m.c == 'r')
+		return 0;
+	if (n == (ssize_t)sizeof(m.e)) {
+		m.e.msg[sizeof(m.e.msg) - 1] = '\0';
+		*err = m.e;
+		if (err->code <= 0)
+			err->code = EIO;
+		return -err->code;
+	}
+	if (n < 0)
+		return ts_err_errno(err, -errno, "wait for the sandbox to start");
+	return ts_err(err, -EIO, "the sandbox died before setup (%zd bytes)", n);
+}
+
 int ts_sync_send_go(int fd, char c)
 {
 	return ts_write_all(fd, &c, 1);

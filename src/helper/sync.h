@@ -3,6 +3,7 @@
 
 /*
  * Synchronisation between the helper's two halves and its caller:
+ *  - child -> parent: one "ready" byte once it may be given id maps;
  *  - parent -> child: one "go" byte once the id maps and cgroups are in place;
  *  - child -> parent: a struct ts_error if setup fails; EOF (the socket is close-on-exec)
  *    when init was executed;
@@ -11,6 +12,12 @@
 #include <sys/types.h>
 
 #include "error.h"
+
+/* Child -> parent: ready for the id maps (one 'r' message). 0 or -errno. */
+int ts_sync_send_ready(int fd);
+
+/* Parent: wait for the child's 'r'; a struct ts_error instead is the child's failure. */
+int ts_sync_wait_ready(int fd, struct ts_error *err);
 
 /* Tell the child to go on (c = 'g') or to give up (c = 'x'). 0 or -errno. */
 int ts_sync_send_go(int fd, char c);

@@ -553,10 +553,47 @@ static int read_idmap(const char *path, struct idmap_line *l, int max)
 	return n;
 }
 
+/* Parse "in out count,in out count" (the CLI's own namespace map) into l. */
+static int parse_parent_map(const char *s, struct idmap_line *l, int max)
+{
+	int n = 0;
+	while (s && *s && n < max) {
+		char *end;
+		l[n].in = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		l[n].out = strtol(end, &end, 10);
+		l[n].count = strtol(end, &end, 10);
+		n++;
+		s = end;
+		while (*s == ',' || *s == ' ' || *s == '\n')
+			s++;
+	}
+	return n;
+}
+
+/* Does [out, out+count) of the CLI's namespace contain host id 0? */
+static bool covers_host_root(long out, long count, const char *parent)
+{
+	struct idmap_line p[16];
+	int n = parent ? parse_parent_map(parent, p, 16) : 0;
+	if (!parent)
+		return out <= 0 && out + count > 0;
+	for (int i = 0; i < n; i++) {
+		/* the part of our range that the parent maps, and where it lands on the host */
+		long lo = out > p[i].in ? out : p[i].in;
+		long hi = out + count < p[i].in + p[i].count ? out + count : p[i].in + p[i].count;
+		if (lo < hi && p[i].out + (lo - p[i].in) <= 0 && p[i].out + (hi - p[i].in) > 0)
+			return true;
+	}
+	return false;
+}
+
 static void check_idmap(struct probe_res *r, struct probe_ctx *ctx, const char *path,
 			const char *name, bool *single)
 {
 	struct idmap_line l[16];
+	const char *parent = !strcmp(name, "uid_map") ? ctx->parent_uid_map : ctx->parent_gid_map;
 	int n = read_idmap(path, l, 16);
 	if (n <= 0) {
 		res_fail(r, "%s unreadable or empty", name);
@@ -564,7 +601,7 @@ static void check_idmap(struct probe_res *r, struct probe_ctx *ctx, const char *
 	}
 	*single = n == 1 && l[0].count == 1;
 	for (int i = 0; i < n; i++) {
-		if (l[i].out <= 0 && l[i].out + l[i].count > 0)
+		if (covers_host_root(l[i].out, l[i].count, parent))
 			res_fail(r, "%s maps host id 0 (%ld %ld %ld)", name, l[i].in, l[i].out,
 				 l[i].count);
 		if (l[i].in < 0 || l[i].in + l[i].count > 65536)

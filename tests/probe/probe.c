@@ -445,6 +445,7 @@ static void usage(void)
 	      "       probe --prop-check DIR | --argv-check ARG... | --linger MARKER | --list\n"
 	      "options: --canary-pid N --port P --abstract NAME --abstract-rev NAME\n"
 	      "  --pp NAME=SHA256 --symlink NAME --env-allow NAME[=VALUE] --host-uid N\n"
+	      "  --parent-uid-map MAP --parent-gid-map MAP\n"
 	      "  --expect-uid N --host-hostname H --host-user U --host-home DIR\n"
 	      "  --canary-dir DIR --state-dir DIR --ssh-sock PATH --shm-name NAME\n"
 	      "  --shm-key K --sem-key K --msg-key K --host-devpts-dev N --marker M\n"
@@ -523,6 +524,10 @@ int main(int argc, char **argv)
 			ctx.allow_env[ctx.n_allow_env++].value = eq ? eq + 1 : NULL;
 		} else if (!strcmp(o, "--host-uid"))
 			ctx.host_uid = strtol(v, NULL, 10);
+		else if (!strcmp(o, "--parent-uid-map"))
+			ctx.parent_uid_map = v;
+		else if (!strcmp(o, "--parent-gid-map"))
+			ctx.parent_gid_map = v;
 		else if (!strcmp(o, "--expect-uid"))
 			ctx.expect_uid = strtol(v, NULL, 10);
 		else if (!strcmp(o, "--host-hostname"))

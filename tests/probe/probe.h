@@ -37,6 +37,13 @@ struct probe_ctx {
 	struct probe_kv allow_env[PROBE_MAX_LIST]; /* extra env names passed with --env */
 	size_t n_allow_env;
 	long host_uid;			/* uid that ran the CLI, -1 unknown */
+	/*
+	 * uid_map/gid_map of the CLI's own user namespace ("in out count" lines separated
+	 * by ','), so ids read from the sandbox's maps can be translated to host ids when
+	 * the CLI itself runs under `unshare -r`. NULL: the CLI is in the initial namespace.
+	 */
+	const char *parent_uid_map;
+	const char *parent_gid_map;
 	long expect_uid;		/* uid the command should run as (1000, or 0 with --user root) */
 	const char *host_hostname;
 	const char *host_user;
