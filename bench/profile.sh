@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
 	-n) ROUNDS=$2; shift 2 ;;
 	-k) TRACES=$2; shift 2 ;;
 	-u) BENCH_USER=$2; shift 2 ;;
-	-h|--help) sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "profile.sh: unknown argument \`$1\`" >&2; exit 2 ;;
 	esac
 done
@@ -84,7 +84,12 @@ for who in root "$BENCH_USER"; do
 	as "$who" "$TOREN" run -- /bin/true # builds the image layers and the seccomp cache
 	# --dry-run leaves the sandbox directory in place: the helper runs below reuse it.
 	line=$(as "$who" "$TOREN" run --dry-run -- /bin/true)
-	python3 "$HERE/variants.py" "$line" "$BWRAP_ARGS" "$TOREN" >"$WORK/abl-$who.cmds"
+	# The identity and host layers copied into one directory, for the "one read-only
+	# layer" variant.
+	cp -a "$STATE"/images/host-*/. "$WORK/merged-$who"
+	cp -a "$STATE"/images/identity-*/. "$WORK/merged-$who"
+	python3 "$HERE/variants.py" "$line" "$BWRAP_ARGS" "$TOREN" "$WORK/merged-$who" \
+		>"$WORK/abl-$who.cmds"
 	chmod a+r "$WORK/abl-$who.cmds"
 	as "$who" "$WORK/bench-timer" -n "$ROUNDS" -w 3 -o "$WORK/abl-$who.csv" "$WORK/abl-$who.cmds"
 

@@ -4,11 +4,13 @@
 # Start-up cost of `toren-sandbox run -- /bin/true` against bubblewrap, unshare(1) and crun,
 # measured round-robin in one run. See bench/README.md.
 #
-# usage: bench/run-bench.sh [-n ROUNDS] [-w WARMUP] [-u USER] [--no-user] [--no-write]
+# usage: bench/run-bench.sh [-n ROUNDS] [-w WARMUP] [-u USER] [-q SECONDS] [--no-user]
+#                           [--no-write]
 #
 #   -n ROUNDS   timed runs of each command (default 100, at least 30)
 #   -w WARMUP   untimed rounds first (default 5)
 #   -u USER     the unprivileged user measured after root (default cloudsdk)
+#   -q SECONDS  first wait up to SECONDS for the 1-minute load average to drop below 0.5
 #   --no-user   as root, measure root only
 #   --no-write  print the summary, leave bench/RESULTS.md alone
 #
@@ -27,17 +29,19 @@ DO_USER=1
 DO_WRITE=1
 PHASE=outer
 WORK=
+QUIET_WAIT=0
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-n) ROUNDS=$2; shift 2 ;;
 	-w) WARMUP=$2; shift 2 ;;
 	-u) BENCH_USER=$2; shift 2 ;;
+	-q) QUIET_WAIT=$2; shift 2 ;;
 	--no-user) DO_USER=0; shift ;;
 	--no-write) DO_WRITE=0; shift ;;
 	--toren) TOREN=$2; shift 2 ;;
 	--phase) PHASE=$2; WORK=$3; shift 3 ;;
-	-h|--help) sed -n '4,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-bench.sh: unknown argument \`$1\`" >&2; exit 2 ;;
 	esac
 done
@@ -148,6 +152,12 @@ if [ -e "$BUILD_DIR/build.ninja" ]; then
 	chmod -R a+rX "$WORK/bin"
 	TOREN=$WORK/bin/toren-sandbox
 fi
+waited=0
+while [ "$waited" -lt "$QUIET_WAIT" ] &&
+	awk '{exit !($1 >= 0.5)}' /proc/loadavg; do
+	sleep 5
+	waited=$((waited + 5))
+done
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # crun 1.8 refuses to start on a cgroup v1+v2 "hybrid" host whose v2 hierarchy has a

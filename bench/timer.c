@@ -32,7 +32,7 @@
 
 extern char **environ;
 
-#define MAX_CMDS 16
+#define MAX_CMDS 32
 #define MAX_ARGS 128
 
 struct cmd {

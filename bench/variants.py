@@ -5,7 +5,11 @@ bench-timer command file of ablations: the same helper run with one part left ou
 time, so the difference to the full run is that part's wall-clock cost (set-up and
 teardown together, no tracer attached).
 
-usage: variants.py DRY_RUN_LINE BWRAP_ARGS CLI_PATH > CMDFILE
+usage: variants.py DRY_RUN_LINE BWRAP_ARGS CLI_PATH [MERGED_LAYER] > CMDFILE
+
+MERGED_LAYER: a directory holding the identity and host layers copied into one; adds the
+variant "one read-only layer" (the helper bind-mounts a single read-only lower instead of
+building an overlay).
 """
 import shlex
 import sys
@@ -53,6 +57,27 @@ def tmpfs_root(tokens):
     return out
 
 
+def ro_root(tokens, lowers):
+    """Replace the writable overlay by a read-only one of `lowers` (no upper, no work).
+    One lower makes the helper bind it instead of mounting overlayfs. The final
+    `--remount-ro /` is then redundant and dropped."""
+    out, i = [], 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t == "--overlay-src":
+            i += 2
+            continue
+        if t == "--overlay":
+            for lo in lowers:
+                out += ["--overlay-src", lo]
+            out += ["--ro-overlay", "/"]
+            i += 4
+            continue
+        out.append(t)
+        i += 1
+    return remove(out, "--remount-ro", 1, "/")
+
+
 def direct_cmd(tokens):
     """Let the helper execute /bin/true as PID 1 instead of toren-sandbox-init."""
     k = tokens.index("--")
@@ -61,6 +86,7 @@ def direct_cmd(tokens):
 
 def main():
     line, bwrap, cli = sys.argv[1], sys.argv[2], sys.argv[3]
+    merged = sys.argv[4] if len(sys.argv) > 4 else None
     words = shlex.split(line)
     assert words[:2] == ["env", "-i"], line
     words = words[2:]
@@ -86,6 +112,10 @@ def main():
     v.append(("helper: no 5 tmpfs", notmp))
     v.append(("helper: no ro remount of /", remove(helper, "--remount-ro", 1, "/")))
     v.append(("helper: tmpfs root, no overlay", tmpfs_root(helper)))
+    lowers = [helper[i + 1] for i, t in enumerate(helper) if t == "--overlay-src"]
+    v.append(("helper: read-only overlay (2 lowers, no upper/work)", ro_root(helper, lowers)))
+    if merged:
+        v.append(("helper: one read-only layer (bind, no overlay)", ro_root(helper, [merged])))
     v.append(("helper: no init (CMD is PID 1)", direct_cmd(helper)))
     # The floor of this design: bubblewrap's mount set, nothing else toren adds.
     m = tmpfs_root(direct_cmd(helper))

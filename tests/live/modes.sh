@@ -31,7 +31,7 @@ trap 'rm -rf "$stage" 2>/dev/null' EXIT
 mkdir -p "$stage/bin" "$stage/tests" "$stage/state"
 cp "$build/toren-sandbox" "$build/toren-sandbox-helper" "$build/toren-sandbox-init" "$stage/bin/"
 cp -r "$src/policy" "$stage/policy"
-cp "$src/tests/live/"*.sh "$stage/tests/"
+cp "$src/tests/live/"*.sh "$src/tests/live/"*.py "$stage/tests/"
 [ -n "$probe" ] && cp "$probe" "$stage/probe"
 chmod -R a+rX "$stage"
 case $mode in
@@ -44,9 +44,11 @@ envs=(TS_CLI="$stage/bin/toren-sandbox" TS_HELPER="$stage/bin/toren-sandbox-help
 	TOREN_SANDBOX_ROOT="$stage/state" TOREN_SANDBOX_POLICY_DIR="$stage/policy"
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TMPDIR=/tmp
 	HOME=/tmp LANG=C.UTF-8 TERM="${TERM:-dumb}")
+case $script in *.py) interp=python3 ;; *) interp=bash ;; esac
+target=$stage/tests/$(basename "$script")
 case $mode in
-root)   exec env -i "${envs[@]}" bash "$stage/tests/$(basename "$script")" ;;
-user)   exec runuser -u "$user" -- env -i "${envs[@]}" bash "$stage/tests/$(basename "$script")" ;;
-userns) exec runuser -u "$user" -- unshare -r env -i "${envs[@]}" bash "$stage/tests/$(basename "$script")" ;;
+root)   exec env -i "${envs[@]}" $interp "$target" ;;
+user)   exec runuser -u "$user" -- env -i "${envs[@]}" $interp "$target" ;;
+userns) exec runuser -u "$user" -- unshare -r env -i "${envs[@]}" $interp "$target" ;;
 *) echo "bad mode $mode" >&2; exit 2 ;;
 esac

@@ -103,6 +103,39 @@ run --memory 64M -- sh -c 'x=$(head -c 300000000 /dev/zero | tr "\0" a); echo ${
 run --memory 64M -- true; is $? 0 "--memory 64M still runs a small command (control)"
 run --memory 1 -- true 2>/dev/null; is $? 2 "--memory below 4M is a usage error"
 
+# cgroup limits where delegated (root here: cgroup v1), removed afterwards
+if [ "$TS_MODE" = root ]; then
+	"$cli" run -v --memory 96M --pids 77 --cpus 0.5 -- sleep 3 2>"$tmp/cg" & pid=$!
+	sleep 1.5
+	id=$(sed -n 's/.*sandbox \([0-9a-f]*\) in.*/\1/p' "$tmp/cg")
+	mem=$(find /sys/fs/cgroup/memory -maxdepth 6 -type d -name "ts-$id" 2>/dev/null | head -1)
+	pids=$(find /sys/fs/cgroup/pids -maxdepth 6 -type d -name "ts-$id" 2>/dev/null | head -1)
+	cpu=$(find /sys/fs/cgroup/cpu/ -maxdepth 6 -type d -name "ts-$id" 2>/dev/null | head -1)
+	is "$(cat "$mem/memory.limit_in_bytes" 2>/dev/null)" $((96 << 20)) "--memory lands in the sandbox's memory cgroup"
+	is "$(cat "$pids/pids.max" 2>/dev/null)" 77 "--pids lands in the sandbox's pids cgroup"
+	is "$(cat "$cpu/cpu.cfs_quota_us" 2>/dev/null)" 50000 "--cpus 0.5 lands as a 50% CFS quota"
+	[ "$(wc -l <"$pids/cgroup.procs" 2>/dev/null)" -ge 2 ]; t $? "the sandbox's processes are in its cgroup"
+	wait $pid; is $? 0 "the limited sandbox ran"
+	left=$(find /sys/fs/cgroup -maxdepth 7 -type d -name "ts-$id" 2>/dev/null | wc -l)
+	is "$left" 0 "no cgroup is left after run"
+	out=$(run --pids 10 -- sh -c 'cat /proc/self/cgroup | head -3; ls /sys/fs/cgroup 2>/dev/null | wc -l')
+	case $out in *"pids:/"*) t 0 "the sandbox sees its own cgroup as the root (cgroup namespace)";; *) t 1 "cgroupns: $out";; esac
+else
+	"$cli" run -v --pids 10 -- true 2>&1 | grep -q 'RLIMIT_NPROC'; t $? "without delegated cgroups --pids falls back to RLIMIT_NPROC and says so"
+	"$cli" run --cpus 1 -- true 2>&1 | grep -q 'not enforced'; t $? "--cpus without a cpu cgroup warns that it is not enforced"
+fi
+
+# --image: any directory holding a root file system
+if [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q static || ldd /bin/busybox 2>&1 | grep -q 'not a dynamic'; then
+	img=$tmp/img; mkdir -p "$img/bin"; cp /bin/busybox "$img/bin/"; ln -s busybox "$img/bin/sh"
+	out=$(run --image "$img" -- /bin/busybox sh -c 'id -u; /bin/busybox ls /usr 2>/dev/null | /bin/busybox wc -l; /bin/busybox cat /etc/passwd | /bin/busybox grep -c user')
+	is "$(echo $out)" "1000 0 1" "--image runs in the given root with the identity files and without the host /usr"
+	[ ! -e "$img/etc" ]; t $? "the image directory itself is left unchanged"
+else
+	skip "--image" "no static busybox (apt-get install busybox-static)"
+fi
+run --image /nonexistent -- true 2>/dev/null; is $? 125 "a missing --image fails before starting"
+
 # bad policy files are errors naming the file and line
 printf 'version: 1\nlimits:\n  pids: 10\n  memroy: 5M\n' >"$tmp/bad.yaml"
 run --policy "$tmp/bad.yaml" -- true 2>"$tmp/err"; is $? 125 "a bad policy file fails"

@@ -667,8 +667,10 @@ PROBE_CASE(sc16_clock)
 	struct timeval tv;
 	struct timex tx;
 	CTL_OK(r, "clock_gettime", clock_gettime(CLOCK_REALTIME, &now));
+	/* Reading the clock state is allowed by Docker's profile; denying it is stricter. */
 	memset(&tx, 0, sizeof(tx));
-	CTL_OK(r, "adjtimex(read)", syscall(SYS_adjtimex, &tx));
+	errno = 0;
+	res_note(r, "adjtimex(read)=%s(policy)", syscall(SYS_adjtimex, &tx) >= 0 ? "OK" : en(errno));
 	/* A bad pointer is EFAULT before the CAP_SYS_TIME check: decisive. */
 	TRY(r, "clock_settime(ptr1)", syscall(SYS_clock_settime, (long)CLOCK_REALTIME, (void *)1),
 	    EPERM);
