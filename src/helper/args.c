@@ -322,17 +322,31 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			if (ctx->n_env >= TS_HELPER_MAX_ENV)
 				return ts_err(err, -E2BIG, "too many --setenv (at most %d)",
 					      TS_HELPER_MAX_ENV);
-			envp = realloc(ctx->envp, (ctx->n_env + 2) * sizeof(char *));
-			if (!envp)
-				return -ENOMEM;
-			ctx->envp = envp;
 			len = strlen(argv[i + 1]) + strlen(argv[i + 2]) + 2;
-			envp[ctx->n_env] = malloc(len);
-			if (!envp[ctx->n_env])
+			char *entry = malloc(len);
+			size_t k, nlen = strlen(argv[i + 1]);
+
+			if (!entry)
 				return -ENOMEM;
-			snprintf(envp[ctx->n_env], len, "%s=%s", argv[i + 1], argv[i + 2]);
-			envp[++ctx->n_env] = NULL;
+			snprintf(entry, len, "%s=%s", argv[i + 1], argv[i + 2]);
 			i += 2;
+			/* a later --setenv of the same name replaces the earlier one */
+			for (k = 0; k < ctx->n_env; k++)
+				if (!strncmp(ctx->envp[k], entry, nlen + 1))
+					break;
+			if (k < ctx->n_env) {
+				free(ctx->envp[k]);
+				ctx->envp[k] = entry;
+				continue;
+			}
+			envp = realloc(ctx->envp, (ctx->n_env + 2) * sizeof(char *));
+			if (!envp) {
+				free(entry);
+				return -ENOMEM;
+			}
+			ctx->envp = envp;
+			envp[ctx->n_env] = entry;
+			envp[++ctx->n_env] = NULL;
 		} else if (!strcmp(a, "--die-with-parent")) {
 			ctx->die_with_parent = true;
 		} else if (!strcmp(a, "--detach")) {

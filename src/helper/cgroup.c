@@ -79,6 +79,18 @@ static int make_leaf(struct ts_cgroup_plan *plan, const char *mount, const char 
 		return ts_err(err, -ENAMETOOLONG, "cgroup path too long");
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return ts_err_errno(err, -errno, "create cgroup `%s`", dir);
+	if (!controller[0]) {
+		/* cgroup v2: the leaves' knobs exist only when the intermediate cgroup hands the
+		 * controllers down (it holds no process, so it may). */
+		char ctl[64];
+		int k;
+
+		snprintf(ctl, sizeof(ctl), "%s%s%s", plan->memory_bytes ? "+memory " : "",
+			 plan->pids ? "+pids " : "", plan->cpu_quota_us ? "+cpu" : "");
+		k = write_knob(dir, "cgroup.subtree_control", ctl, false, err);
+		if (k < 0)
+			return k;
+	}
 	if ((size_t)snprintf(plan->paths[plan->n_paths], sizeof(plan->paths[0]), "%s/%s", dir,
 			     plan->name) >= sizeof(plan->paths[0]))
 		return ts_err(err, -ENAMETOOLONG, "cgroup path too long");

@@ -91,7 +91,6 @@ struct ts_helper_ctx {
 	int control_fd;     /* becomes fd 3 of the program, or -1 */
 	bool die_with_parent;
 	bool detach;        /* exit after reporting instead of waiting for init */
-	bool dry_check;     /* parse, print the plan, exit (tests) */
 
 	struct ts_rlimit_op rlimits[TS_HELPER_MAX_RLIMITS];
 	size_t n_rlimits;

@@ -127,6 +127,8 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	r = ts_ns_enter_cgroup(err);
 	if (r < 0)
 		return r;
+	st->uid = ctx->uid;
+	st->gid = ctx->gid;
 	r = ts_mount_build(ctx, st, err);
 	if (r < 0)
 		return r;
@@ -237,7 +239,7 @@ int main(int argc, char **argv)
 
 	r = ts_helper_parse_args(&ctx, argc, argv, &err);
 	if (r < 0) {
-		fprintf(stderr, "toren-sandbox-helper: %s\n", err.msg);
+		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
 	}
 	/* First thing after parsing (which only reads argv): stop being root. */

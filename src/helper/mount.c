@@ -570,11 +570,14 @@ static int do_op(struct ts_mount_state *st, struct ts_mount_op *op, struct ts_er
 				  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target,
 				  op->dest, err);
 	case TS_MOUNT_TMPFS:
+		/* Owned by the program's ids (uid= is read in our user namespace): /root is
+		 * root's when the program runs as root, and the user's otherwise. */
 		if (op->size)
-			snprintf(opts, sizeof(opts), "mode=%04o,size=%llu", (unsigned)op->mode,
-				 op->size);
+			snprintf(opts, sizeof(opts), "mode=%04o,uid=%u,gid=%u,size=%llu",
+				 (unsigned)op->mode, (unsigned)st->uid, (unsigned)st->gid, op->size);
 		else
-			snprintf(opts, sizeof(opts), "mode=%04o", (unsigned)op->mode);
+			snprintf(opts, sizeof(opts), "mode=%04o,uid=%u,gid=%u", (unsigned)op->mode,
+				 (unsigned)st->uid, (unsigned)st->gid);
 		return mount_new(st, "tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target,
 				 op->dest, err);
 	case TS_MOUNT_OVERLAY:

@@ -20,6 +20,7 @@ struct ts_mount_state {
 	int devnull_fd; /* host /dev/null, to mask /proc files */
 	int dev_fds[6]; /* host null zero full random urandom tty */
 	bool legacy;    /* use mount(2) instead of the new mount API */
+	unsigned uid, gid; /* the program's ids inside: owner of fresh tmpfs mounts */
 };
 
 /* Open every host path the ops name, in the new mount namespace before anything is

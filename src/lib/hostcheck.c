@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "config.h"
 #include "idmap-plan.h"
 #include "util.h"
 
@@ -183,8 +184,10 @@ static bool check_userns(struct ts_check *out, size_t max, size_t *n)
 				 "default): user namespaces get no capabilities");
 			snprintf(c->fix, sizeof(c->fix),
 				 "install the profile: sudo install -m644 "
-				 "policy/apparmor/toren-sandbox /etc/apparmor.d/ && sudo "
-				 "apparmor_parser -r /etc/apparmor.d/toren-sandbox");
+				 "%s/apparmor/toren-sandbox /etc/apparmor.d/ && sudo "
+				 "apparmor_parser -r /etc/apparmor.d/toren-sandbox (source: "
+				 "policy/apparmor/toren-sandbox.in)",
+				 TS_DATADIR);
 		}
 	} else if (c) {
 		snprintf(c->detail, sizeof(c->detail), "%s",

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "launch.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -49,6 +50,7 @@ struct ts_prepared {
 	size_t n_protected;
 	struct ts_strv argv;
 	struct ts_strv warnings;
+	bool setuid_helper;
 };
 
 static void prepared_free(struct ts_prepared *p)
@@ -114,6 +116,15 @@ static int build_env(struct ts_strv *a, const struct ts_run_opts *o)
 	return 0;
 }
 
+static bool cgroups_ok(const struct ts_prepared *p, const char *ctrl, char *why, size_t len)
+{
+	if (p->setuid_helper) {
+		snprintf(why, len, "the setuid helper creates no cgroups");
+		return false;
+	}
+	return ts_cgroup_delegated(ctrl, why, len);
+}
+
 static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
 	const struct ts_policy *pol = o->policy;
@@ -126,7 +137,7 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 	r |= ts_strv_push(a, "--rlimit");
 	r |= ts_strv_push(a, "core=0");
 	if (pol->memory_bytes) {
-		if (ts_cgroup_delegated("memory", why, sizeof(why))) {
+		if (cgroups_ok(p, "memory", why, sizeof(why))) {
 			r |= ts_strv_push(a, "--cgroup-memory");
 			r |= ts_strv_pushf(a, "%llu", pol->memory_bytes);
 			cg = true;
@@ -138,7 +149,7 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 		}
 	}
 	if (pol->pids) {
-		if (ts_cgroup_delegated("pids", why, sizeof(why))) {
+		if (cgroups_ok(p, "pids", why, sizeof(why))) {
 			r |= ts_strv_push(a, "--cgroup-pids");
 			r |= ts_strv_pushf(a, "%llu", pol->pids);
 			cg = true;
@@ -151,7 +162,7 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 		}
 	}
 	if (pol->cpus > 0) {
-		if (ts_cgroup_delegated("cpu", why, sizeof(why))) {
+		if (cgroups_ok(p, "cpu", why, sizeof(why))) {
 			r |= ts_strv_push(a, "--cgroup-cpu-quota");
 			r |= ts_strv_pushf(a, "%llu", (unsigned long long)(pol->cpus * 100000.0));
 			cg = true;
@@ -289,6 +300,32 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 	return r ? ts_err(err, -ENOMEM, "build helper command line") : 0;
 }
 
+/* chown every entry below path (never following symlinks) to uid:gid. */
+static int ts_chown_tree(const char *path, unsigned long uid, unsigned long gid)
+{
+	char cmdpath[4200];
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (lchown(path, (uid_t)uid, (gid_t)gid) < 0)
+		return -errno;
+	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && r == 0) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(cmdpath, sizeof(cmdpath), "%s/%s", path, de->d_name);
+		r = ts_chown_tree(cmdpath, uid, gid);
+	}
+	closedir(d);
+	return r;
+}
+
 /* chown a directory we created for root's sandboxes to the mapped host id. */
 static int chown_for_sandbox(const char *path, unsigned long uid, unsigned long gid,
 			     struct ts_error *err)
@@ -303,16 +340,23 @@ static int chown_for_sandbox(const char *path, unsigned long uid, unsigned long 
 static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
 	_cleanup_close_ int wsfd = -EBADF;
+	struct stat hst;
 	char sub[4200], profile[4200];
 	const char *prof;
 	int r;
 
-	r = ts_hostcheck_preflight(err);
-	if (r < 0)
-		return r;
 	r = ts_paths_init(&p->paths, err);
 	if (r < 0)
 		return r;
+	/* A helper installed setuid root creates the namespaces itself where unprivileged
+	 * ones are forbidden; it refuses cgroups, so limits fall back to rlimits. */
+	p->setuid_helper = stat(p->paths.helper, &hst) == 0 && (hst.st_mode & S_ISUID) &&
+			   hst.st_uid == 0 && getuid() != 0;
+	if (!p->setuid_helper) {
+		r = ts_hostcheck_preflight(err);
+		if (r < 0)
+			return r;
+	}
 	r = ts_idmap_plan(&p->idmap, err);
 	if (r < 0)
 		return r;
@@ -343,6 +387,45 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	r = chown_for_sandbox(sub, p->idmap.user_uid, p->idmap.user_gid, err);
 	if (r < 0)
 		return r;
+	/* Mount points for extra binds are made here, as the caller, in the upper layer:
+	 * inside, the directory above may belong to an id the sandbox cannot write as. */
+	for (size_t i = 0; i < o->policy->n_ro_binds; i++) {
+		const char *dst = o->policy->ro_binds[i].dst;
+		char mp[4200];
+		struct stat bst;
+
+		if (ts_startswith(dst, "/home/user/") || !strcmp(dst, "/home/user"))
+			continue; /* inside the workspace bind */
+		snprintf(mp, sizeof(mp), "%s/upper%s", p->dir, dst);
+		if (stat(o->policy->ro_binds[i].src, &bst) < 0)
+			return ts_err_errno(err, -errno, "bind source `%s`",
+					    o->policy->ro_binds[i].src);
+		if (S_ISDIR(bst.st_mode))
+			r = ts_mkdir_p(AT_FDCWD, mp, 0755);
+		else {
+			char *slash = strrchr(mp, '/');
+
+			*slash = '\0';
+			r = ts_mkdir_p(AT_FDCWD, mp, 0755);
+			*slash = '/';
+			if (r == 0) {
+				int fd = open(mp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+				if (fd < 0)
+					r = -errno;
+				else
+					close(fd);
+			}
+		}
+		if (r < 0)
+			return ts_err_errno(err, r, "create mount point `%s`", mp);
+	}
+	if (getuid() == 0 && o->policy->n_ro_binds) {
+		snprintf(sub, sizeof(sub), "%s/upper", p->dir);
+		r = ts_chown_tree(sub, p->idmap.user_uid, p->idmap.user_gid);
+		if (r < 0)
+			return ts_err_errno(err, r, "chown `%s`", sub);
+	}
 	if (o->workspace) {
 		struct stat wst;
 

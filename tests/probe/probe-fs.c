@@ -73,7 +73,8 @@ PROBE_CASE(fs01_ro_root)
 	static const char *const created[] = { "/usr/bin/yard-x", "/yard-x", "/etc/yard-x",
 					       "/usr/yard-x" };
 	for (size_t i = 0; i < 4; i++)
-		if (!open_refused(r, created[i], created[i], O_WRONLY | O_CREAT | O_EXCL, DENY_WRITE))
+		if (!open_refused(r, created[i], created[i], O_WRONLY | O_CREAT | O_EXCL,
+				  DENY_WRITE))
 			unlink(created[i]);
 	open_refused(r, "/etc/passwd(append)", "/etc/passwd", O_WRONLY | O_APPEND, DENY_WRITE);
 	open_refused(r, "/usr/bin/env(append)", "/usr/bin/env", O_WRONLY | O_APPEND,
@@ -209,7 +210,8 @@ PROBE_CASE(fs05_residue)
 	create_file("yard-fs05-cap", "x");
 	errno = 0;
 	rc = setxattr("yard-fs05-cap", "security.capability", cap, sizeof(cap), 0);
-	res_note(r, "setxattr(security.capability)=%s", rc == 0 ? "OK(host audits rootid)" : en(errno));
+	res_note(r, "setxattr(security.capability)=%s",
+		 rc == 0 ? "OK(host audits rootid)" : en(errno));
 	if (CTL_OK(r, "mkfifo", mkfifo("yard-fs05-fifo", 0644)))
 		res_note(r, "fifo left for the host audit");
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -218,7 +220,8 @@ PROBE_CASE(fs05_residue)
 	unlink(a.sun_path);
 	CTL_OK(r, "bind(unix socket file)", bind(s, (void *)&a, sizeof(a)));
 	close(s);
-	if (!TRY(r, "mknod(char 1:3)", mknod("yard-fs05-dev", S_IFCHR | 0666, makedev(1, 3)), EPERM))
+	if (!TRY(r, "mknod(char 1:3)", mknod("yard-fs05-dev", S_IFCHR | 0666, makedev(1, 3)),
+		 EPERM))
 		res_note(r, "device node left for the host audit");
 	char ws[PATH_MAX];
 	if (getcwd(ws, sizeof(ws)) && is_mount_point(ws, opts, sizeof(opts)))
@@ -363,8 +366,9 @@ PROBE_CASE(pp02_write)
 		int fd = open(n, O_RDONLY | O_CLOEXEC);
 		if (control_ok(r, "open(RDONLY)", fd, errno)) {
 			snprintf(what, sizeof(what), "%s:fallocate(PUNCH_HOLE)", n);
-			TRY(r, what, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 1),
-			    EBADF, EROFS, EPERM, EACCES);
+			TRY(r, what,
+			    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 1), EBADF,
+			    EROFS, EPERM, EACCES);
 			char reopen[64];
 			snprintf(reopen, sizeof(reopen), "/proc/self/fd/%d", fd);
 			snprintf(what, sizeof(what), "%s:reopen(/proc/self/fd,RDWR)", n);
@@ -400,8 +404,8 @@ PROBE_CASE(pp03_rename_over)
 		snprintf(what, sizeof(what), "%s:rename", n);
 		TRY(r, what, rename(t, n), EBUSY, EROFS, EPERM, EXDEV);
 		snprintf(what, sizeof(what), "%s:RENAME_EXCHANGE", n);
-		if (!TRY(r, what, renameat2(AT_FDCWD, t, AT_FDCWD, n, RENAME_EXCHANGE), EBUSY, EROFS,
-			 EPERM, EXDEV))
+		if (!TRY(r, what, renameat2(AT_FDCWD, t, AT_FDCWD, n, RENAME_EXCHANGE), EBUSY,
+			 EROFS, EPERM, EXDEV))
 			renameat2(AT_FDCWD, t, AT_FDCWD, n, RENAME_EXCHANGE); /* swap back */
 		snprintf(what, sizeof(what), "%s:RENAME_NOREPLACE", n);
 		TRY(r, what, renameat2(AT_FDCWD, t, AT_FDCWD, n, RENAME_NOREPLACE), EEXIST, EBUSY,
@@ -449,8 +453,10 @@ PROBE_CASE(pp05_unlink)
 		TRY(r, what, rmdir(dir), ENOTEMPTY, EBUSY, EROFS, EPERM);
 		snprintf(moved, sizeof(moved), "%s.yard-moved", dir);
 		if (rename(dir, moved) == 0) {
-			if (snprintf(inner, sizeof(inner), "%s%s", moved, slash) >= (int)sizeof(inner) ||
-			    snprintf(what, sizeof(what), "%s(after mv):O_WRONLY", inner) >= (int)sizeof(what))
+			if (snprintf(inner, sizeof(inner), "%s%s", moved, slash) >=
+				    (int)sizeof(inner) ||
+			    snprintf(what, sizeof(what), "%s(after mv):O_WRONLY", inner) >=
+				    (int)sizeof(what))
 				continue;
 			open_refused(r, what, inner, O_WRONLY | O_APPEND, DENY_WRITE);
 			if (rename(moved, dir) < 0)
@@ -585,7 +591,8 @@ PROBE_CASE(pp13_splice)
 		}
 		loff_t off = 0;
 		snprintf(what, sizeof(what), "%s:copy_file_range", n);
-		TRY(r, what, copy_file_range(src, &off, fd, NULL, 1, 0), EBADF, EROFS, EPERM, EXDEV);
+		TRY(r, what, copy_file_range(src, &off, fd, NULL, 1, 0), EBADF, EROFS, EPERM,
+		    EXDEV);
 		int p[2];
 		if (pipe(p) == 0) {
 			(void)!write(p[1], "x", 1);
@@ -611,8 +618,9 @@ PROBE_CASE(pp14_kernel)
 		const char *id;
 		probe_fn fn;
 	} sub[] = {
-		{ "PP-02", pp02_write },    { "PP-03", pp03_rename_over }, { "PP-04", pp04_move_away },
-		{ "PP-05", pp05_unlink },   { "PP-06", pp06_hardlink },	   { "PP-07", pp07_symlink },
+		{ "PP-02", pp02_write },     { "PP-03", pp03_rename_over },
+		{ "PP-04", pp04_move_away }, { "PP-05", pp05_unlink },
+		{ "PP-06", pp06_hardlink },  { "PP-07", pp07_symlink },
 		{ "PP-10", pp10_metadata },
 	};
 	if (!pp_given(ctx, r))

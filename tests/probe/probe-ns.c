@@ -292,18 +292,24 @@ PROBE_CASE(ns07_release_agent)
 	TRY(r, "mount(cgroup2)", mount("cgroup2", "/tmp/yard-c2", "cgroup2", 0, NULL), EPERM);
 	rmdir("/tmp/yard-c2");
 	size_t budget = 20000, bad = 0;
-	size_t n = walk_wr(r, "/sys/fs/cgroup", "release_agent notify_on_release", 8, &budget, &bad);
+	size_t n =
+		walk_wr(r, "/sys/fs/cgroup", "release_agent notify_on_release", 8, &budget, &bad);
 	res_note(r, "release_agent/notify_on_release files=%zu", n);
 }
 
 PROBE_CASE(ns08_cgroup)
 {
 	char buf[4096], dir[PATH_MAX], path[PATH_MAX + 64];
-	static const char *files[] = { "cgroup.procs",	     "memory.limit_in_bytes",
-				       "memory.max",	     "pids.max",
-				       "cpu.cfs_quota_us",   "cpu.max",
-				       "cgroup.subtree_control", "memory.oom_control",
-				       "cgroup.kill",	     "tasks" };
+	static const char *files[] = { "cgroup.procs",
+				       "memory.limit_in_bytes",
+				       "memory.max",
+				       "pids.max",
+				       "cpu.cfs_quota_us",
+				       "cpu.max",
+				       "cgroup.subtree_control",
+				       "memory.oom_control",
+				       "cgroup.kill",
+				       "tasks" };
 	ssize_t n = read_file("/proc/self/cgroup", buf, sizeof(buf));
 	control_ok(r, "read(/proc/self/cgroup)", n, n < 0 ? (int)-n : 0);
 	if (access("/sys/fs/cgroup", F_OK) < 0) {
@@ -627,7 +633,8 @@ PROBE_CASE(ns14_idmap)
 	bool su = false, sg = false;
 	CTL_OK(r, "getgroups", getgroups(0, NULL));
 	if ((long)getuid() != ctx->expect_uid || (long)getgid() != ctx->expect_uid)
-		res_fail(r, "uid=%d gid=%d, want %ld", (int)getuid(), (int)getgid(), ctx->expect_uid);
+		res_fail(r, "uid=%d gid=%d, want %ld", (int)getuid(), (int)getgid(),
+			 ctx->expect_uid);
 	check_idmap(r, ctx, "/proc/self/uid_map", "uid_map", &su);
 	check_idmap(r, ctx, "/proc/self/gid_map", "gid_map", &sg);
 	ssize_t n = read_file("/proc/self/setgroups", buf, sizeof(buf));
@@ -647,7 +654,8 @@ static bool env_allowed(struct probe_ctx *ctx, const char *name, size_t len)
 		if (strlen(base[i]) == len && !strncmp(base[i], name, len))
 			return true;
 	for (size_t i = 0; i < ctx->n_allow_env; i++)
-		if (strlen(ctx->allow_env[i].name) == len && !strncmp(ctx->allow_env[i].name, name, len))
+		if (strlen(ctx->allow_env[i].name) == len &&
+		    !strncmp(ctx->allow_env[i].name, name, len))
 			return true;
 	return false;
 }
@@ -729,12 +737,14 @@ PROBE_CASE(ev03_host_files)
 		must_be_absent(r, ctx->canary_dir);
 	if (ctx->state_dir)
 		must_be_absent(r, ctx->state_dir);
-	if (ctx->host_home && strcmp(ctx->host_home, "/home/user") && strcmp(ctx->host_home, "/root")) {
+	if (ctx->host_home && strcmp(ctx->host_home, "/home/user") &&
+	    strcmp(ctx->host_home, "/root")) {
 		must_be_absent(r, ctx->host_home);
 	}
 	if (ctx->host_home) {
-		static const char *const sub[] = { ".ssh", ".aws/credentials", ".ssh/id_rsa",
-						    ".ssh/id_ed25519", ".gnupg", ".toren" };
+		static const char *const sub[] = { ".ssh",	  ".aws/credentials",
+						   ".ssh/id_rsa", ".ssh/id_ed25519",
+						   ".gnupg",	  ".toren" };
 		for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
 			snprintf(path, sizeof(path), "%s/%s", ctx->host_home, sub[i]);
 			if (!strncmp(path, "/home/user/", 11))
@@ -809,9 +819,9 @@ PROBE_CASE(ev04_info)
 	res_note(r, "release=%s", u.release);
 	TRY(r, "syslog(READ_ALL)", klogctl(3, buf, sizeof(buf)), EPERM);
 	TRY(r, "open(/dev/kmsg)", open("/dev/kmsg", O_RDONLY | O_CLOEXEC), ENOENT);
-	static const char *const masked[] = { "/proc/kcore",	  "/proc/kallsyms", "/proc/keys",
-					       "/proc/key-users", "/proc/timer_list",
-					       "/proc/sched_debug" };
+	static const char *const masked[] = { "/proc/kcore",	  "/proc/kallsyms",
+					      "/proc/keys",	  "/proc/key-users",
+					      "/proc/timer_list", "/proc/sched_debug" };
 	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
 		ssize_t n = read_file(masked[i], buf, 256);
 		if (n > 0)
@@ -836,10 +846,10 @@ struct devent {
 PROBE_CASE(dv01_dev)
 {
 	static const struct devent allowed[] = {
-		{ "null", 1, 3 },  { "zero", 1, 5 },   { "full", 1, 7 },     { "random", 1, 8 },
-		{ "urandom", 1, 9 }, { "tty", 5, 0 },  { "ptmx", 5, 2 },     { "pts", 0, 0 },
-		{ "shm", 0, 0 },   { "mqueue", 0, 0 }, { "fd", 0, 0 },	     { "stdin", 0, 0 },
-		{ "stdout", 0, 0 }, { "stderr", 0, 0 },
+		{ "null", 1, 3 },    { "zero", 1, 5 },	 { "full", 1, 7 }, { "random", 1, 8 },
+		{ "urandom", 1, 9 }, { "tty", 5, 0 },	 { "ptmx", 5, 2 }, { "pts", 0, 0 },
+		{ "shm", 0, 0 },     { "mqueue", 0, 0 }, { "fd", 0, 0 },   { "stdin", 0, 0 },
+		{ "stdout", 0, 0 },  { "stderr", 0, 0 },
 	};
 	char buf[16];
 	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -877,7 +887,8 @@ PROBE_CASE(dv01_dev)
 			continue;
 		if (S_ISLNK(st.st_mode)) /* ptmx -> pts/ptmx */
 			continue;
-		if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != a->maj || minor(st.st_rdev) != a->min)
+		if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != a->maj ||
+		    minor(st.st_rdev) != a->min)
 			res_fail(r, "/dev/%s is %u:%u, want %u:%u", de->d_name, major(st.st_rdev),
 				 minor(st.st_rdev), a->maj, a->min);
 	}
@@ -901,11 +912,13 @@ PROBE_CASE(dv02_mknod)
 	for (size_t i = 0; i < 3; i++) {
 		char what[64];
 		snprintf(what, sizeof(what), "mknod(%u:%u)", nodes[i].maj, nodes[i].min);
-		if (!TRY(r, what, mknod(nodes[i].name, nodes[i].mode, makedev(nodes[i].maj, nodes[i].min)),
+		if (!TRY(r, what,
+			 mknod(nodes[i].name, nodes[i].mode, makedev(nodes[i].maj, nodes[i].min)),
 			 EPERM))
 			unlink(nodes[i].name);
 	}
-	TRY(r, "mknod(/tmp,1:1)", mknod("/tmp/yard-dv02-mem", S_IFCHR | 0666, makedev(1, 1)), EPERM);
+	TRY(r, "mknod(/tmp,1:1)", mknod("/tmp/yard-dv02-mem", S_IFCHR | 0666, makedev(1, 1)),
+	    EPERM);
 	unlink("/tmp/yard-dv02-mem");
 }
 
@@ -948,7 +961,8 @@ PROBE_CASE(dv04_devpts)
 	for (int fd = 0; fd < 3; fd++)
 		if (isatty(fd) && fstat(fd, &st) == 0)
 			res_note(r, "fd%d tty %s", fd,
-				 st.st_dev == pts.st_dev ? "from the sandbox devpts" : "from outside");
+				 st.st_dev == pts.st_dev ? "from the sandbox devpts"
+							 : "from outside");
 	/* Control: a pty we open appears in our own instance. */
 	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (control_ok(r, "posix_openpt", m, errno)) {

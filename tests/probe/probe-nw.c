@@ -98,7 +98,8 @@ PROBE_CASE(nw01_interfaces)
 			continue;
 		char a[INET6_ADDRSTRLEN] = "";
 		if (i->ifa_addr->sa_family == AF_INET)
-			inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a, sizeof(a));
+			inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a,
+				  sizeof(a));
 		else if (i->ifa_addr->sa_family == AF_INET6)
 			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, a,
 				  sizeof(a));
@@ -179,14 +180,16 @@ static void loopback_control(struct probe_res *r, int fam)
 	int l = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l < 0 || bind(l, (void *)&ss, len) < 0 || listen(l, 1) < 0 ||
 	    getsockname(l, (void *)&ss, &len) < 0) {
-		res_fail(r, "ctl: loopback listener (%s): %s", fam == AF_INET ? "v4" : "v6", en(errno));
+		res_fail(r, "ctl: loopback listener (%s): %s", fam == AF_INET ? "v4" : "v6",
+			 en(errno));
 		if (l >= 0)
 			close(l);
 		return;
 	}
 	int c = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int e = connect_wait(c, &ss, len, 2000);
-	control_ok(r, fam == AF_INET ? "connect(own 127.0.0.1)" : "connect(own ::1)", e ? -1 : 0, e);
+	control_ok(r, fam == AF_INET ? "connect(own 127.0.0.1)" : "connect(own ::1)", e ? -1 : 0,
+		   e);
 	close(c);
 	close(l);
 }
@@ -306,7 +309,8 @@ static int nl_talk(int fd, struct nlmsghdr *n)
 		ssize_t len = recv(fd, buf, sizeof(buf), 0);
 		if (len < 0)
 			return errno;
-		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len))
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)len);
+		     h = NLMSG_NEXT(h, len))
 			if (h->nlmsg_type == NLMSG_ERROR)
 				return -((struct nlmsgerr *)NLMSG_DATA(h))->error;
 	}
@@ -327,7 +331,8 @@ static size_t nl_dump_links(int fd)
 		ssize_t len = recv(fd, buf, sizeof(buf), 0);
 		if (len <= 0)
 			return links;
-		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)len);
+		     h = NLMSG_NEXT(h, len)) {
 			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
 				return links;
 			if (h->nlmsg_type == RTM_NEWLINK)
@@ -526,7 +531,8 @@ static void walk_sockets(struct walk *w, const char *dir, int depth)
 		} else if (t == DT_SOCK) {
 			if (++w->sockets <= 5)
 				res_fail(w->r, "socket file %s", path);
-		} else if (t == DT_DIR && depth > 0 && strcmp(path, "/proc") && strcmp(path, "/sys")) {
+		} else if (t == DT_DIR && depth > 0 && strcmp(path, "/proc") &&
+			   strcmp(path, "/sys")) {
 			walk_sockets(w, path, depth - 1);
 		}
 	}
@@ -536,10 +542,18 @@ static void walk_sockets(struct walk *w, const char *dir, int depth)
 PROBE_CASE(nw09_socket_files)
 {
 	static const char *const known[] = {
-		"/var/run/docker.sock",	     "/run/docker.sock",	 "/run/containerd/containerd.sock",
-		"/run/podman/podman.sock",   "/tmp/.X11-unix",		 "/run/user",
-		"/run/systemd/private",	     "/run/systemd/notify",	 "/run/systemd/journal/socket",
-		"/dev/log",		     "/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket",
+		"/var/run/docker.sock",
+		"/run/docker.sock",
+		"/run/containerd/containerd.sock",
+		"/run/podman/podman.sock",
+		"/tmp/.X11-unix",
+		"/run/user",
+		"/run/systemd/private",
+		"/run/systemd/notify",
+		"/run/systemd/journal/socket",
+		"/dev/log",
+		"/run/dbus/system_bus_socket",
+		"/var/run/dbus/system_bus_socket",
 	};
 	struct stat st;
 	CTL_OK(r, "stat(/)", stat("/", &st));
@@ -565,8 +579,8 @@ PROBE_CASE(nw10_udp_icmp)
 	sin4(&a, "198.18.0.1", 53);
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s >= 0) {
-		TRY(r, "udp sendto 198.18.0.1:53", sendto(s, "yard", 4, MSG_DONTWAIT, (void *)&a, sizeof(a)),
-		    ENETUNREACH);
+		TRY(r, "udp sendto 198.18.0.1:53",
+		    sendto(s, "yard", 4, MSG_DONTWAIT, (void *)&a, sizeof(a)), ENETUNREACH);
 		close(s);
 	}
 	static const unsigned char echo[8] = { 8, 0, 0xf7, 0xff, 0, 0, 0, 0 }; /* type 8, csum */
@@ -576,7 +590,8 @@ PROBE_CASE(nw10_udp_icmp)
 		expect_err(r, "ping socket", s, errno, ERRS(EACCES, EPERM));
 	} else {
 		sin4(&a, "198.18.0.1", 0);
-		TRY(r, "ping 198.18.0.1", sendto(s, echo, sizeof(echo), MSG_DONTWAIT, (void *)&a, sizeof(a)),
+		TRY(r, "ping 198.18.0.1",
+		    sendto(s, echo, sizeof(echo), MSG_DONTWAIT, (void *)&a, sizeof(a)),
 		    ENETUNREACH);
 		close(s);
 	}

@@ -44,8 +44,9 @@ PROBE_CASE(rt01_fds)
 			res_fail(r, "fd %d leaked -> %s", fd, link);
 			if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 				int h = openat(fd, "../../../etc/hostname", O_RDONLY | O_CLOEXEC);
-				res_fail(r, "fd %d is a directory; openat(../../../etc/hostname)=%s", fd,
-					 h >= 0 ? "OK" : en(errno));
+				res_fail(r,
+					 "fd %d is a directory; openat(../../../etc/hostname)=%s",
+					 fd, h >= 0 ? "OK" : en(errno));
 				if (h >= 0)
 					close(h);
 			}
@@ -57,10 +58,12 @@ PROBE_CASE(rt01_fds)
 		}
 		if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode))
 			res_note(r, "fd%d=%s", fd,
-				 S_ISFIFO(st.st_mode) ? "pipe" : S_ISSOCK(st.st_mode) ? "socket" : link);
+				 S_ISFIFO(st.st_mode)	? "pipe"
+				 : S_ISSOCK(st.st_mode) ? "socket"
+							: link);
 		else
-			res_fail(r, "fd%d is a %s -> %s", fd, S_ISDIR(st.st_mode) ? "directory" : "file",
-				 link);
+			res_fail(r, "fd%d is a %s -> %s", fd,
+				 S_ISDIR(st.st_mode) ? "directory" : "file", link);
 	}
 }
 
@@ -145,8 +148,10 @@ PROBE_CASE(rt05_scm_rights)
 				char buf[CMSG_SPACE(sizeof(int) * 64)];
 			} c;
 			struct iovec iov = { data, sizeof(data) };
-			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-					     .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
+			struct msghdr mh = { .msg_iov = &iov,
+					     .msg_iovlen = 1,
+					     .msg_control = c.buf,
+					     .msg_controllen = sizeof(c.buf) };
 			ssize_t n = recvmsg(0, &mh, MSG_DONTWAIT | MSG_PEEK);
 			if (n >= 0 && mh.msg_controllen > 0)
 				res_fail(r, "fd0 carries ancillary data from the runtime");
@@ -159,7 +164,8 @@ PROBE_CASE(rt05_scm_rights)
 			} c;
 			memset(&c, 0, sizeof(c));
 			struct iovec iov = { (void *)"\n", 1 };
-			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			struct msghdr mh = { .msg_iov = &iov,
+					     .msg_iovlen = 1,
 					     .msg_control = c.buf,
 					     .msg_controllen = CMSG_SPACE(sizeof(int) * count) };
 			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
@@ -169,12 +175,15 @@ PROBE_CASE(rt05_scm_rights)
 			for (int i = 0; i < count; i++)
 				((int *)CMSG_DATA(cm))[i] = devnull;
 			ssize_t n = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-			res_note(r, "fd%d sendmsg(%d fds)=%s", fd, count, n >= 0 ? "OK" : en(errno));
+			res_note(r, "fd%d sendmsg(%d fds)=%s", fd, count,
+				 n >= 0 ? "OK" : en(errno));
 		}
 		/* A control length far beyond what the kernel accepts. */
 		static char huge[1 << 17];
 		struct iovec iov = { (void *)"\n", 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = huge,
+		struct msghdr mh = { .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = huge,
 				     .msg_controllen = sizeof(huge) };
 		struct cmsghdr *cm = (struct cmsghdr *)huge;
 		cm->cmsg_len = sizeof(huge);
@@ -411,8 +420,8 @@ PROBE_CASE(tt01_tiocsti)
 PROBE_CASE(tt02_tiocsti_high)
 {
 	struct tty_try t = { (unsigned long)TIOCSTI | (1UL << 32), 0 };
-	CTL(r, "ioctl(-1,TIOCGWINSZ|1<<32)", syscall(SYS_ioctl, -1L, (long)TIOCGWINSZ | (1L << 32), NULL),
-	    EBADF);
+	CTL(r, "ioctl(-1,TIOCGWINSZ|1<<32)",
+	    syscall(SYS_ioctl, -1L, (long)TIOCGWINSZ | (1L << 32), NULL), EBADF);
 	tty_case(r, &t, ERRS(EPERM, EIO, ENOTTY, EBADF), ERRS(EPERM));
 }
 
@@ -498,6 +507,6 @@ PROBE_CASE(tt04_ctty)
 	else if (code == 200 || code < 0)
 		res_fail(r, "ctl: setsid in a child failed");
 	else
-		expect_err(r, isatty(0) ? "TIOCSCTTY(tty0,steal)" : "TIOCSCTTY(fd0)", -1, code & 0x7f,
-			   ERRS(EPERM, ENOTTY));
+		expect_err(r, isatty(0) ? "TIOCSCTTY(tty0,steal)" : "TIOCSCTTY(fd0)", -1,
+			   code & 0x7f, ERRS(EPERM, ENOTTY));
 }

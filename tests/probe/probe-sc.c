@@ -197,9 +197,9 @@ PROBE_CASE(sc03_namespaces)
 		const char *name;
 		int flag;
 	} f[] = {
-		{ "NEWNS", CLONE_NEWNS },   { "NEWNET", CLONE_NEWNET },
-		{ "NEWPID", CLONE_NEWPID }, { "NEWIPC", CLONE_NEWIPC },
-		{ "NEWUTS", CLONE_NEWUTS }, { "NEWCGROUP", CLONE_NEWCGROUP },
+		{ "NEWNS", CLONE_NEWNS },     { "NEWNET", CLONE_NEWNET },
+		{ "NEWPID", CLONE_NEWPID },   { "NEWIPC", CLONE_NEWIPC },
+		{ "NEWUTS", CLONE_NEWUTS },   { "NEWCGROUP", CLONE_NEWCGROUP },
 		{ "NEWTIME", CLONE_NEWTIME },
 	};
 	char what[40];
@@ -282,8 +282,7 @@ PROBE_CASE(sc05_io_uring)
 	if (fd >= 0)
 		close((int)fd);
 	TRY(r, "io_uring_enter(-1)", sys(SYS_io_uring_enter, -1, 0, 0, 0, 0), EPERM, ENOSYS);
-	TRY(r, "io_uring_register(-1)", sys(SYS_io_uring_register, -1, 0, 0, 0, 0), EPERM,
-	    ENOSYS);
+	TRY(r, "io_uring_register(-1)", sys(SYS_io_uring_register, -1, 0, 0, 0, 0), EPERM, ENOSYS);
 	if (read_file("/proc/sys/kernel/io_uring_disabled", buf, sizeof(buf)) > 0)
 		res_note(r, "io_uring_disabled=%ld", strtol(buf, NULL, 10));
 }
@@ -370,8 +369,8 @@ PROBE_CASE(sc09_privileged)
 	/* 80 bytes > __NEW_UTS_LEN: EINVAL even with CAP_SYS_ADMIN, so never a real change. */
 	TRY(r, "sethostname", sys(SYS_sethostname, (long)longname, sizeof(longname), 0, 0, 0),
 	    EPERM);
-	TRY(r, "setdomainname",
-	    sys(SYS_setdomainname, (long)longname, sizeof(longname), 0, 0, 0), EPERM);
+	TRY(r, "setdomainname", sys(SYS_setdomainname, (long)longname, sizeof(longname), 0, 0, 0),
+	    EPERM);
 	TRY(r, "iopl(3)", sys(SYS_iopl, 3, 0, 0, 0, 0), EPERM);
 	TRY(r, "ioperm", sys(SYS_ioperm, 0x80, 1, 1, 0, 0), EPERM);
 	errno = 0;
@@ -410,8 +409,7 @@ PROBE_CASE(sc10_handles)
 		control_ok(r, "name_to_handle_at(/)", rc, errno);
 
 	/* On 6.18 copying the handle precedes the capability check: EFAULT when allowed. */
-	TRY(r, "open_by_handle_at(ptr1)", open_by_handle_at(AT_FDCWD, (void *)1, O_RDONLY),
-	    EPERM);
+	TRY(r, "open_by_handle_at(ptr1)", open_by_handle_at(AT_FDCWD, (void *)1, O_RDONLY), EPERM);
 	int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rc == 0) {
 		errno = 0;
@@ -511,8 +509,8 @@ PROBE_CASE(sc12_personality)
 	control_ok(r, "personality(query)", cur, errno);
 	TRY(r, "personality(READ_IMPLIES_EXEC)", syscall(SYS_personality, (long)READ_IMPLIES_EXEC),
 	    EPERM);
-	TRY(r, "personality(ADDR_NO_RANDOMIZE)",
-	    syscall(SYS_personality, (long)ADDR_NO_RANDOMIZE), EPERM);
+	TRY(r, "personality(ADDR_NO_RANDOMIZE)", syscall(SYS_personality, (long)ADDR_NO_RANDOMIZE),
+	    EPERM);
 	errno = 0;
 	long now = syscall(SYS_personality, 0xffffffffL);
 	if (now != cur)
@@ -564,7 +562,8 @@ static bool abi_verdict(struct probe_res *r, const char *what, int st)
 		res_note(r, "%s=%s", what, WIFEXITED(st) ? "EPERM|ENOSYS" : s);
 		return true;
 	}
-	res_fail(r, "%s=%s(want SIGSYS or EPERM/ENOSYS)", what, WIFEXITED(st) && WEXITSTATUS(st) == 1 ? "went-through" : s);
+	res_fail(r, "%s=%s(want SIGSYS or EPERM/ENOSYS)", what,
+		 WIFEXITED(st) && WEXITSTATUS(st) == 1 ? "went-through" : s);
 	return false;
 }
 
@@ -579,18 +578,21 @@ PROBE_CASE(sc13_abi)
 	bool sigsys = st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS;
 	if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) && !sigsys) {
 		if (!r->failed)
-			res_skip(r, "int $0x80 control (i386 getppid) gave %s: the i386 ABI is not "
-				    "usable from a 64-bit process here", s);
+			res_skip(r,
+				 "int $0x80 control (i386 getppid) gave %s: the i386 ABI is not "
+				 "usable from a 64-bit process here",
+				 s);
 		return;
 	}
 	res_note(r, "ctl:int80 getppid=%s", sigsys ? "SIGSYS(filter kills non-native arch)" : "OK");
 	struct int80_call calls[] = {
-		{ 310, CLONE_NEWUSER, 0, 0 },					/* unshare */
-		{ 288, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0 },	/* keyctl */
-		{ 21, 0, 0, 0 },						/* mount */
-		{ 102, 1, (long)(unsigned long)socketcall_args, 0 },		/* socketcall */
+		{ 310, CLONE_NEWUSER, 0, 0 },				  /* unshare */
+		{ 288, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0 }, /* keyctl */
+		{ 21, 0, 0, 0 },					  /* mount */
+		{ 102, 1, (long)(unsigned long)socketcall_args, 0 },	  /* socketcall */
 	};
-	const char *names[] = { "i386 unshare", "i386 keyctl", "i386 mount", "i386 socket(AF_ALG)" };
+	const char *names[] = { "i386 unshare", "i386 keyctl", "i386 mount",
+				"i386 socket(AF_ALG)" };
 	for (size_t i = 0; i < 4; i++)
 		abi_verdict(r, names[i], run_child(int80_try, &calls[i], 5));
 }
@@ -649,8 +651,8 @@ PROBE_CASE(sc15_sockets)
 	sock_try(r, "AF_PACKET/DGRAM|CLOEXEC", AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC,
 		 htons(ETH_P_ALL), deny);
 	sock_try(r, "AF_INET/RAW/ICMP", AF_INET, SOCK_RAW, IPPROTO_ICMP, deny);
-	sock_try(r, "AF_INET/RAW|NONBLOCK|CLOEXEC", AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		 IPPROTO_RAW, deny);
+	sock_try(r, "AF_INET/RAW|NONBLOCK|CLOEXEC", AF_INET,
+		 SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_RAW, deny);
 	sock_try(r, "AF_INET6/RAW/ICMPV6", AF_INET6, SOCK_RAW, IPPROTO_ICMPV6, deny);
 	sock_try(r, "NETLINK_KOBJECT_UEVENT", AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT,
 		 deny_nl);
@@ -670,7 +672,8 @@ PROBE_CASE(sc16_clock)
 	/* Reading the clock state is allowed by Docker's profile; denying it is stricter. */
 	memset(&tx, 0, sizeof(tx));
 	errno = 0;
-	res_note(r, "adjtimex(read)=%s(policy)", syscall(SYS_adjtimex, &tx) >= 0 ? "OK" : en(errno));
+	res_note(r, "adjtimex(read)=%s(policy)",
+		 syscall(SYS_adjtimex, &tx) >= 0 ? "OK" : en(errno));
 	/* A bad pointer is EFAULT before the CAP_SYS_TIME check: decisive. */
 	TRY(r, "clock_settime(ptr1)", syscall(SYS_clock_settime, (long)CLOCK_REALTIME, (void *)1),
 	    EPERM);

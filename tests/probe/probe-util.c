@@ -14,9 +14,8 @@
 
 #include "probe.h"
 
-__attribute__((format(printf, 3, 0))) static void res_vappend(struct probe_res *r,
-								const char *prefix,
-								const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void
+res_vappend(struct probe_res *r, const char *prefix, const char *fmt, va_list ap)
 {
 	if (r->len + 8 >= sizeof(r->detail))
 		return;

@@ -26,17 +26,17 @@ struct probe_kv {
 
 /* Host-facing inputs (argv) and what the probe saw at entry. */
 struct probe_ctx {
-	pid_t canary_pid;		/* host `sleep` canary; 0 = read ws file yard-canary.pid */
-	int port;			/* host loopback canary port (NW-04); 0 = none */
-	const char *abstract_name;	/* host abstract listener name, without the leading NUL */
-	const char *abstract_rev;	/* name to bind inside for the reverse NW-08 check */
+	pid_t canary_pid;	   /* host `sleep` canary; 0 = read ws file yard-canary.pid */
+	int port;		   /* host loopback canary port (NW-04); 0 = none */
+	const char *abstract_name; /* host abstract listener name, without the leading NUL */
+	const char *abstract_rev;  /* name to bind inside for the reverse NW-08 check */
 	struct probe_kv pp[PROBE_MAX_LIST]; /* protected files: workspace-relative name, sha256 */
 	size_t n_pp;
 	const char *symlinks[PROBE_MAX_LIST]; /* FS-09: planted symlinks at protected names */
 	size_t n_symlinks;
 	struct probe_kv allow_env[PROBE_MAX_LIST]; /* extra env names passed with --env */
 	size_t n_allow_env;
-	long host_uid;			/* uid that ran the CLI, -1 unknown */
+	long host_uid; /* uid that ran the CLI, -1 unknown */
 	/*
 	 * uid_map/gid_map of the CLI's own user namespace ("in out count" lines separated
 	 * by ','), so ids read from the sandbox's maps can be translated to host ids when
@@ -44,7 +44,7 @@ struct probe_ctx {
 	 */
 	const char *parent_uid_map;
 	const char *parent_gid_map;
-	long expect_uid;		/* uid the command should run as (1000, or 0 with --user root) */
+	long expect_uid; /* uid the command should run as (1000, or 0 with --user root) */
 	const char *host_hostname;
 	const char *host_user;
 	const char *host_home;
@@ -58,8 +58,8 @@ struct probe_ctx {
 	const char *devnode;		/* DV-03: device node the host made in the workspace */
 	const char *lower_file;		/* FS-02: host file visible inside through a lower layer */
 	const char *lower_hash;
-	const char *secret_prefix;	/* every host secret value starts with this */
-	const char *self;		/* path of this binary inside the sandbox */
+	const char *secret_prefix; /* every host secret value starts with this */
+	const char *self;	   /* path of this binary inside the sandbox */
 
 	/* fds open at entry, before the probe opened anything (RT-01) */
 	int entry_fds[PROBE_MAX_FDS];
@@ -112,23 +112,23 @@ bool control_err(struct probe_res *r, const char *what, long ret, int err, const
 /* Control: the allowed call must succeed (ret >= 0). */
 bool control_ok(struct probe_res *r, const char *what, long ret, int err);
 
-#define TRY(r, what, expr, ...)                                                       \
-	({                                                                            \
-		errno = 0;                                                            \
-		long _rc = (long)(expr);                                              \
-		expect_err((r), (what), _rc, errno, ERRS(__VA_ARGS__));               \
+#define TRY(r, what, expr, ...)                                                                    \
+	({                                                                                         \
+		errno = 0;                                                                         \
+		long _rc = (long)(expr);                                                           \
+		expect_err((r), (what), _rc, errno, ERRS(__VA_ARGS__));                            \
 	})
-#define CTL(r, what, expr, ...)                                                       \
-	({                                                                            \
-		errno = 0;                                                            \
-		long _rc = (long)(expr);                                              \
-		control_err((r), (what), _rc, errno, ERRS(__VA_ARGS__));              \
+#define CTL(r, what, expr, ...)                                                                    \
+	({                                                                                         \
+		errno = 0;                                                                         \
+		long _rc = (long)(expr);                                                           \
+		control_err((r), (what), _rc, errno, ERRS(__VA_ARGS__));                           \
 	})
-#define CTL_OK(r, what, expr)                                                         \
-	({                                                                            \
-		errno = 0;                                                            \
-		long _rc = (long)(expr);                                              \
-		control_ok((r), (what), _rc, errno);                                  \
+#define CTL_OK(r, what, expr)                                                                      \
+	({                                                                                         \
+		errno = 0;                                                                         \
+		long _rc = (long)(expr);                                                           \
+		control_ok((r), (what), _rc, errno);                                               \
 	})
 
 /* Read up to size-1 bytes of a file into buf (NUL-terminated). Returns bytes or -errno. */
