@@ -263,6 +263,17 @@ PROBE_CASE(rt07_init)
 	else
 		res_note(r, "zombies=0");
 
+	/* Signal pid 1 only when it is the sandbox's init (as in NS-01), never a host init. */
+	pid_t pids[64];
+	char ppid[32];
+	size_t n = proc_pids(pids, 64), roots = 0;
+	for (size_t i = 0; i < n && i < 64; i++)
+		if (proc_status(pids[i], "PPid", ppid, sizeof(ppid)) == 0 && !strcmp(ppid, "0"))
+			roots++;
+	if (n > 16 || roots != 1) {
+		res_fail(r, "precondition (own pid namespace) failed: pid 1 not signalled");
+		return;
+	}
 	unsigned long long t0 = start_time(1);
 	errno = 0;
 	int rc = kill(1, SIGTERM);
