@@ -150,6 +150,8 @@ int main(int argc, char **argv)
 
 	/* Processes of the same uid inside must not ptrace us or read our memory. */
 	prctl(PR_SET_DUMPABLE, 0);
+	/* We run from a sealed memfd: name ourselves rather than show "memfd:...". */
+	prctl(PR_SET_NAME, "toren-init");
 	/* The control channel (fd 3), when given, is ours alone. */
 	fcntl(3, F_SETFD, FD_CLOEXEC);
 

@@ -24,6 +24,13 @@ run -- sh -c 'kill -KILL $$'; is $? 137 "killed by SIGKILL gives 137"
 run -- /nonexistent/cmd 2>/dev/null; is $? 127 "missing command gives 127"
 run -- /etc 2>/dev/null; is $? 126 "non-executable gives 126"
 
+# PID 1 takes signals only from outside the sandbox
+out=$(run -- sh -c 'kill -TERM 1; kill -INT 1; kill -HUP 1; kill -KILL 1; kill -STOP 1; sleep 0.3; echo alive; grep -E "^State" /proc/1/status')
+case $out in "alive"*"State:"*S*) t 0 "signals sent to PID 1 from inside are ignored";; *) t 1 "init from inside: $out";; esac
+is "$(run -- sh -c 'echo $PPID; cat /proc/1/comm')" "$(printf '1\ntoren-init')" "the command is a child of init (PID 1)"
+out=$(run -- sh -c 'cat /proc/1/environ 2>&1 | head -c 100; ls /proc/1/fd 2>&1 | head -3')
+case $out in *"Permission denied"*) t 0 "init's environment and fds are not readable from inside (non-dumpable)";; *) t 1 "init readable: $out";; esac
+
 # id and environment inside
 out=$(run -- sh -c 'echo "$(id -u):$(id -g):$HOME:$(pwd):$USER:$LANG"')
 is "$out" "1000:1000:/home/user:/home/user:user:C.UTF-8" "runs as user 1000 in /home/user"
