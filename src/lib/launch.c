@@ -36,6 +36,7 @@
 
 #define TS_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define TS_PROTECT_MAX_ENTRIES 1000000
+#define TS_DEFAULT_NPROC 4096
 
 struct ts_prepared {
 	struct ts_paths paths;
@@ -148,16 +149,17 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 					   "--memory enforced as RLIMIT_AS per process (%s)", why);
 		}
 	}
+	/* RLIMIT_NPROC counts per user per user namespace (ucounts), so inside a fresh
+	 * namespace it bounds the sandbox's own processes: always set, it costs nothing.
+	 * A cgroup (13 ms to create on cgroup v1) only when a limit was asked for. */
+	r |= ts_strv_push(a, "--rlimit");
+	r |= ts_strv_pushf(a, "nproc=%llu", pol->pids ? pol->pids : TS_DEFAULT_NPROC);
 	if (pol->pids) {
 		if (cgroups_ok(p, "pids", why, sizeof(why))) {
 			r |= ts_strv_push(a, "--cgroup-pids");
 			r |= ts_strv_pushf(a, "%llu", pol->pids);
 			cg = true;
 		} else {
-			/* RLIMIT_NPROC counts per user per user namespace (ucounts), so inside a
-			 * fresh namespace it bounds the sandbox's own processes. */
-			r |= ts_strv_push(a, "--rlimit");
-			r |= ts_strv_pushf(a, "nproc=%llu", pol->pids);
 			r |= ts_strv_pushf(&p->warnings, "--pids enforced as RLIMIT_NPROC (%s)", why);
 		}
 	}

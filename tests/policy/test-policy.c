@@ -287,7 +287,7 @@ static void test_default(const char *path)
 		has_env |= !strcmp(p.protected_patterns[i], ".env");
 		has_pem |= !strcmp(p.protected_patterns[i], "*.pem");
 	}
-	ok(r == 0 && has_env && has_pem && p.pids > 0,
+	ok(r == 0 && has_env && has_pem && p.pids == 0,
 	   "policy/default.yaml loads and protects .env and *.pem: %s", r ? err.msg : "ok");
 	ts_policy_free(&p);
 }
