@@ -23,9 +23,10 @@ pid_t ts_spawn(char **argv, int pty_slave, struct ts_error *err)
 		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &empty, NULL);
 	if (pty_slave >= 0) {
-		if (setsid() < 0 || ioctl(pty_slave, TIOCSCTTY, 0) < 0 ||
-		    dup2(pty_slave, 0) < 0 || dup2(pty_slave, 1) < 0 || dup2(pty_slave, 2) < 0) {
-			fprintf(stderr, "toren-sandbox-init: set up terminal: %s\n", strerror(errno));
+		if (setsid() < 0 || ioctl(pty_slave, TIOCSCTTY, 0) < 0 || dup2(pty_slave, 0) < 0 ||
+		    dup2(pty_slave, 1) < 0 || dup2(pty_slave, 2) < 0) {
+			fprintf(stderr, "toren-sandbox-init: set up terminal: %s\n",
+				strerror(errno));
 			_exit(126);
 		}
 		if (pty_slave > 2)

@@ -50,7 +50,8 @@ int ts_cmd_doctor(int argc, char **argv)
 		ts_policy_init(&pol);
 		o.policy = &pol;
 		if (ts_run(&o, &status, &err) < 0 || status != 0) {
-			printf("FAIL sandbox start: %s\n", err.msg[0] ? err.msg : "`/bin/true` failed");
+			printf("FAIL sandbox start: %s\n",
+			       err.msg[0] ? err.msg : "`/bin/true` failed");
 			printf("     fix: see the checks above; run `toren-sandbox run -v -- true`\n");
 			failures++;
 		} else {

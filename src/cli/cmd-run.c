@@ -50,25 +50,34 @@ static int __attribute__((format(printf, 1, 2))) bad(const char *fmt, ...)
 
 int ts_cmd_run(int argc, char **argv)
 {
-	enum { O_TIMEOUT = 256, O_WORKSPACE, O_KEEP, O_IMAGE, O_MEMORY, O_PIDS, O_CPUS, O_POLICY,
-	       O_USER, O_DRY_RUN };
-	static const struct option longopts[] = {
-		{ "tty", no_argument, NULL, 't' },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "workspace", required_argument, NULL, O_WORKSPACE },
-		{ "keep", no_argument, NULL, O_KEEP },
-		{ "image", required_argument, NULL, O_IMAGE },
-		{ "env", required_argument, NULL, 'e' },
-		{ "memory", required_argument, NULL, O_MEMORY },
-		{ "pids", required_argument, NULL, O_PIDS },
-		{ "cpus", required_argument, NULL, O_CPUS },
-		{ "policy", required_argument, NULL, O_POLICY },
-		{ "user", required_argument, NULL, O_USER },
-		{ "dry-run", no_argument, NULL, O_DRY_RUN },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
+	enum {
+		O_TIMEOUT = 256,
+		O_WORKSPACE,
+		O_KEEP,
+		O_IMAGE,
+		O_MEMORY,
+		O_PIDS,
+		O_CPUS,
+		O_POLICY,
+		O_USER,
+		O_DRY_RUN
 	};
+	static const struct option longopts[] = { { "tty", no_argument, NULL, 't' },
+						  { "timeout", required_argument, NULL, O_TIMEOUT },
+						  { "workspace", required_argument, NULL,
+						    O_WORKSPACE },
+						  { "keep", no_argument, NULL, O_KEEP },
+						  { "image", required_argument, NULL, O_IMAGE },
+						  { "env", required_argument, NULL, 'e' },
+						  { "memory", required_argument, NULL, O_MEMORY },
+						  { "pids", required_argument, NULL, O_PIDS },
+						  { "cpus", required_argument, NULL, O_CPUS },
+						  { "policy", required_argument, NULL, O_POLICY },
+						  { "user", required_argument, NULL, O_USER },
+						  { "dry-run", no_argument, NULL, O_DRY_RUN },
+						  { "verbose", no_argument, NULL, 'v' },
+						  { "help", no_argument, NULL, 'h' },
+						  {} };
 	struct ts_run_opts o = { 0 };
 	struct ts_policy pol, cli;
 	struct ts_paths paths;

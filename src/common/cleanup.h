@@ -34,17 +34,17 @@ static inline void ts_fclosep(FILE **f)
 #define _cleanup_fclose_ _cleanup_(ts_fclosep)
 
 /* Move ownership out of a cleanup variable. */
-#define TAKE_PTR(p)                                   \
-	({                                            \
-		__typeof__(p) _ptr_ = (p);            \
-		(p) = NULL;                           \
-		_ptr_;                                \
+#define TAKE_PTR(p)                                                                                \
+	({                                                                                         \
+		__typeof__(p) _ptr_ = (p);                                                         \
+		(p) = NULL;                                                                        \
+		_ptr_;                                                                             \
 	})
-#define TAKE_FD(fd)                                   \
-	({                                            \
-		int _fd_ = (fd);                      \
-		(fd) = -EBADF;                        \
-		_fd_;                                 \
+#define TAKE_FD(fd)                                                                                \
+	({                                                                                         \
+		int _fd_ = (fd);                                                                   \
+		(fd) = -EBADF;                                                                     \
+		_fd_;                                                                              \
 	})
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))

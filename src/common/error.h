@@ -9,8 +9,8 @@
  * parent verbatim).
  */
 struct ts_error {
-	int code;       /* positive errno value, 0 when no error */
-	char msg[512];  /* lowercase, no trailing period, names in backticks */
+	int code;      /* positive errno value, 0 when no error */
+	char msg[512]; /* lowercase, no trailing period, names in backticks */
 };
 
 /*

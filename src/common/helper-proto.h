@@ -14,9 +14,9 @@
 #define TS_HELPER_PROTO_VERSION 1
 
 struct ts_helper_report {
-	uint32_t version;   /* TS_HELPER_PROTO_VERSION */
-	int32_t status;     /* 0: running; otherwise a positive errno value */
-	int32_t pid;        /* init's pid in the caller's pid namespace, when running */
+	uint32_t version; /* TS_HELPER_PROTO_VERSION */
+	int32_t status;	  /* 0: running; otherwise a positive errno value */
+	int32_t pid;	  /* init's pid in the caller's pid namespace, when running */
 	uint32_t reserved;
 	struct ts_error err; /* why it failed, when status != 0 */
 };

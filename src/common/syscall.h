@@ -49,8 +49,7 @@ static inline int ts_fsopen(const char *fs, unsigned int flags)
 	return (int)syscall(SYS_fsopen, fs, flags);
 }
 
-static inline int ts_fsconfig(int fd, unsigned int cmd, const char *key, const void *value,
-			      int aux)
+static inline int ts_fsconfig(int fd, unsigned int cmd, const char *key, const void *value, int aux)
 {
 	return (int)syscall(SYS_fsconfig, fd, cmd, key, value, aux);
 }

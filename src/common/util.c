@@ -151,8 +151,7 @@ static int ts_rm_children(int dfd, dev_t dev, int depth)
 				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub < 0) {
 				/* A directory without x/r bits we own: make it removable. */
-				if (errno == EACCES &&
-				    fchmodat(dirfd(d), de->d_name, 0700, 0) == 0)
+				if (errno == EACCES && fchmodat(dirfd(d), de->d_name, 0700, 0) == 0)
 					sub = openat(dirfd(d), de->d_name,
 						     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 							     O_CLOEXEC);
@@ -227,10 +226,26 @@ int ts_parse_size(const char *s, unsigned long long *ret)
 	switch (*end) {
 	case '\0':
 		break;
-	case 'k': case 'K': mul = 1ULL << 10; end++; break;
-	case 'm': case 'M': mul = 1ULL << 20; end++; break;
-	case 'g': case 'G': mul = 1ULL << 30; end++; break;
-	case 't': case 'T': mul = 1ULL << 40; end++; break;
+	case 'k':
+	case 'K':
+		mul = 1ULL << 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mul = 1ULL << 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mul = 1ULL << 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		mul = 1ULL << 40;
+		end++;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -283,7 +298,8 @@ bool ts_env_name_valid(const char *s)
 		return false;
 	for (; s[n]; n++)
 		if (!((s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= 'a' && s[n] <= 'z') ||
-		      (s[n] >= '0' && s[n] <= '9') || s[n] == '_') || n >= 255)
+		      (s[n] >= '0' && s[n] <= '9') || s[n] == '_') ||
+		    n >= 255)
 			return false;
 	return true;
 }
@@ -315,5 +331,6 @@ unsigned long long ts_now_ms(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000ULL;
+	return (unsigned long long)ts.tv_sec * 1000ULL +
+	       (unsigned long long)ts.tv_nsec / 1000000ULL;
 }

@@ -18,10 +18,11 @@ static const struct {
 	const char *name;
 	int resource;
 } rlimit_names[] = {
-	{ "as", RLIMIT_AS },	     { "core", RLIMIT_CORE },	  { "cpu", RLIMIT_CPU },
-	{ "data", RLIMIT_DATA },     { "fsize", RLIMIT_FSIZE },	  { "memlock", RLIMIT_MEMLOCK },
-	{ "nofile", RLIMIT_NOFILE }, { "nproc", RLIMIT_NPROC },	  { "stack", RLIMIT_STACK },
-	{ "msgqueue", RLIMIT_MSGQUEUE },
+	{ "as", RLIMIT_AS },	     { "core", RLIMIT_CORE },
+	{ "cpu", RLIMIT_CPU },	     { "data", RLIMIT_DATA },
+	{ "fsize", RLIMIT_FSIZE },   { "memlock", RLIMIT_MEMLOCK },
+	{ "nofile", RLIMIT_NOFILE }, { "nproc", RLIMIT_NPROC },
+	{ "stack", RLIMIT_STACK },   { "msgqueue", RLIMIT_MSGQUEUE },
 };
 
 static int parse_fd(const char *s, int *ret, struct ts_error *err)
@@ -40,7 +41,8 @@ static int parse_idmap(const char *s, struct ts_idmap_line *lines, size_t *n, st
 	char tail;
 
 	if (*n >= TS_HELPER_MAX_IDMAP)
-		return ts_err(err, -E2BIG, "too many id map lines (at most %d)", TS_HELPER_MAX_IDMAP);
+		return ts_err(err, -E2BIG, "too many id map lines (at most %d)",
+			      TS_HELPER_MAX_IDMAP);
 	if (sscanf(s, "%lu %lu %lu%c", &in, &out, &count, &tail) != 3 || count == 0 ||
 	    in + count < in || out + count < out || in + count > 0xffffffffUL ||
 	    out + count > 0xffffffffUL)
@@ -67,7 +69,8 @@ static int parse_rlimit(const char *s, struct ts_helper_ctx *ctx, struct ts_erro
 			return ts_err(err, -EINVAL, "bad rlimit `%s`", s);
 		memcpy(num, eq + 1, (size_t)(colon - eq - 1));
 		num[colon - eq - 1] = '\0';
-		if (ts_parse_ull(num, &soft) < 0 || ts_parse_ull(colon + 1, &hard) < 0 || soft > hard)
+		if (ts_parse_ull(num, &soft) < 0 || ts_parse_ull(colon + 1, &hard) < 0 ||
+		    soft > hard)
 			return ts_err(err, -EINVAL, "bad rlimit `%s`", s);
 	} else {
 		if (ts_parse_ull(eq + 1, &soft) < 0)
@@ -150,18 +153,18 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	ctx->gid = 1000;
 	ctx->seccomp_fd = ctx->sync_fd = ctx->control_fd = -EBADF;
 
-#define NEED(n)                                                                          \
-	do {                                                                             \
-		if (i + (n) >= argc)                                                     \
-			return ts_err(err, -EINVAL, "option `%s` needs %d argument%s", a, \
-				      (n), (n) > 1 ? "s" : "");                          \
+#define NEED(n)                                                                                    \
+	do {                                                                                       \
+		if (i + (n) >= argc)                                                               \
+			return ts_err(err, -EINVAL, "option `%s` needs %d argument%s", a, (n),     \
+				      (n) > 1 ? "s" : "");                                         \
 	} while (0)
-#define ADD(kind)                                              \
-	({                                                     \
-		struct ts_mount_op *_op = add_op(ctx, (kind)); \
-		if (!_op)                                      \
-			return -ENOMEM;                        \
-		_op;                                           \
+#define ADD(kind)                                                                                  \
+	({                                                                                         \
+		struct ts_mount_op *_op = add_op(ctx, (kind));                                     \
+		if (!_op)                                                                          \
+			return -ENOMEM;                                                            \
+		_op;                                                                               \
 	})
 
 	for (i = 1; i < argc; i++) {
@@ -240,9 +243,12 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 				const char *opt;
 				enum ts_mount_kind kind;
 			} simple[] = {
-				{ "--proc", TS_MOUNT_PROC },	   { "--dev", TS_MOUNT_DEV },
-				{ "--sysfs", TS_MOUNT_SYSFS },	   { "--mqueue", TS_MOUNT_MQUEUE },
-				{ "--protect", TS_MOUNT_PROTECT }, { "--remount-ro", TS_MOUNT_REMOUNT_RO },
+				{ "--proc", TS_MOUNT_PROC },
+				{ "--dev", TS_MOUNT_DEV },
+				{ "--sysfs", TS_MOUNT_SYSFS },
+				{ "--mqueue", TS_MOUNT_MQUEUE },
+				{ "--protect", TS_MOUNT_PROTECT },
+				{ "--remount-ro", TS_MOUNT_REMOUNT_RO },
 			};
 			NEED(1);
 			for (size_t k = 0; k < ELEMENTSOF(simple); k++)

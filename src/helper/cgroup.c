@@ -155,8 +155,7 @@ static int setup_v1(struct ts_cgroup_plan *plan, pid_t pid, struct ts_error *err
 	return 0;
 }
 
-static int setup_v2(struct ts_cgroup_plan *plan, const char *mount, pid_t pid,
-		    struct ts_error *err)
+static int setup_v2(struct ts_cgroup_plan *plan, const char *mount, pid_t pid, struct ts_error *err)
 {
 	char num[64], pidbuf[32];
 	const char *leaf;

@@ -25,14 +25,14 @@
 
 enum ts_mount_kind {
 	TS_MOUNT_OVERLAY,    /* overlay of the collected lowers (+ upper/work) */
-	TS_MOUNT_BIND,       /* read-write bind of a host path */
+	TS_MOUNT_BIND,	     /* read-write bind of a host path */
 	TS_MOUNT_RO_BIND,    /* read-only bind of a host path */
-	TS_MOUNT_TMPFS,      /* fresh tmpfs */
-	TS_MOUNT_DIR,        /* create a directory */
+	TS_MOUNT_TMPFS,	     /* fresh tmpfs */
+	TS_MOUNT_DIR,	     /* create a directory */
 	TS_MOUNT_SYMLINK,    /* create a symlink */
-	TS_MOUNT_PROC,       /* fresh procfs with masked paths and read-only /proc/sys */
-	TS_MOUNT_DEV,        /* minimal /dev with a private devpts */
-	TS_MOUNT_SYSFS,      /* read-only sysfs, skipped when the kernel refuses */
+	TS_MOUNT_PROC,	     /* fresh procfs with masked paths and read-only /proc/sys */
+	TS_MOUNT_DEV,	     /* minimal /dev with a private devpts */
+	TS_MOUNT_SYSFS,	     /* read-only sysfs, skipped when the kernel refuses */
 	TS_MOUNT_MQUEUE,     /* POSIX message queue fs */
 	TS_MOUNT_PROTECT,    /* bind an existing regular file read-only onto itself */
 	TS_MOUNT_REMOUNT_RO, /* make an existing mount point read-only */
@@ -42,7 +42,7 @@ struct ts_mount_op {
 	enum ts_mount_kind kind;
 	const char *src;  /* host path (binds), symlink target */
 	const char *dest; /* absolute path inside the sandbox */
-	int src_fd;       /* O_PATH fd of src, opened before any mount changes the view */
+	int src_fd;	  /* O_PATH fd of src, opened before any mount changes the view */
 	/* overlay */
 	const char *lowers[TS_HELPER_MAX_LOWERS];
 	int lower_fds[TS_HELPER_MAX_LOWERS];
@@ -65,9 +65,9 @@ struct ts_rlimit_op {
 };
 
 struct ts_cgroup_plan {
-	const char *name;                /* leaf name, e.g. the sandbox id; NULL: no cgroup */
+	const char *name;		 /* leaf name, e.g. the sandbox id; NULL: no cgroup */
 	unsigned long long memory_bytes; /* 0: none */
-	unsigned long long pids;         /* 0: none */
+	unsigned long long pids;	 /* 0: none */
 	unsigned long long cpu_quota_us; /* per 100000 us period; 0: none */
 	/* filled when created, removed by the parent after the sandbox ends */
 	char paths[4][256];
@@ -80,25 +80,25 @@ struct ts_helper_ctx {
 
 	struct ts_idmap_line uid_map[TS_HELPER_MAX_IDMAP], gid_map[TS_HELPER_MAX_IDMAP];
 	size_t n_uid_map, n_gid_map;
-	bool newidmap;      /* use newuidmap/newgidmap (subordinate ids) */
-	uid_t uid;          /* uid inside the sandbox for the program */
+	bool newidmap; /* use newuidmap/newgidmap (subordinate ids) */
+	uid_t uid;     /* uid inside the sandbox for the program */
 	gid_t gid;
 
 	const char *hostname;
 	const char *chdir;
-	int seccomp_fd;     /* BPF program (struct sock_filter[]) or -1 */
-	int sync_fd;        /* report channel to the caller or -1 */
-	int control_fd;     /* becomes fd 3 of the program, or -1 */
+	int seccomp_fd; /* BPF program (struct sock_filter[]) or -1 */
+	int sync_fd;	/* report channel to the caller or -1 */
+	int control_fd; /* becomes fd 3 of the program, or -1 */
 	bool die_with_parent;
-	bool detach;        /* exit after reporting instead of waiting for init */
+	bool detach; /* exit after reporting instead of waiting for init */
 
 	struct ts_rlimit_op rlimits[TS_HELPER_MAX_RLIMITS];
 	size_t n_rlimits;
 	struct ts_cgroup_plan cgroup;
 
-	char **envp;        /* the program's whole environment (--setenv), NULL-terminated */
+	char **envp; /* the program's whole environment (--setenv), NULL-terminated */
 	size_t n_env;
-	char **argv;        /* the program to execute as PID 1 */
+	char **argv; /* the program to execute as PID 1 */
 };
 
 /* Parse argv into ctx (allocates ctx->ops). Returns 0 or -EINVAL with err set. */

@@ -66,8 +66,8 @@ static int write_map(int procfd, const char *file, const struct ts_idmap_line *l
 	int r;
 
 	for (size_t i = 0; i < n; i++)
-		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%lu %lu %lu\n",
-					l[i].inside, l[i].outside, l[i].count);
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%lu %lu %lu\n", l[i].inside,
+					l[i].outside, l[i].count);
 	r = ts_write_file_at(procfd, file, buf);
 	if (r < 0)
 		return ts_err_errno(err, r, "write `%s` of the sandbox", file);

@@ -51,8 +51,8 @@
 
 /* Signals a caller sends to the sandbox; forwarded to init, which forwards them to the
  * program's process group. */
-static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
-					 SIGWINCH, SIGCONT, SIGTSTP };
+static const int forwarded_signals[] = { SIGINT,  SIGTERM,  SIGHUP,  SIGQUIT, SIGUSR1,
+					 SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP };
 
 /* The ids the child uses while it builds the sandbox: the sandbox's `user`, so that what
  * the kernel creates on its behalf in the upper layer and the overlay work directory

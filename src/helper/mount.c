@@ -22,19 +22,19 @@ static const char *const dev_nodes[] = { "null", "zero", "full", "random", "uran
 
 /* /proc files that leak kernel state or act on the host: covered with /dev/null. */
 static const char *const proc_masked_files[] = {
-	"kcore",       "kallsyms",    "keys",	       "key-users",  "timer_list",
-	"timer_stats", "sched_debug", "latency_stats", "kmsg",	     "kpagecount",
-	"kpageflags",  "kpagecgroup", "config.gz",     "sysrq-trigger", "vmallocinfo",
-	"slabinfo",    "pagetypeinfo", "buddyinfo",
+	"kcore",       "kallsyms",	"keys",	       "key-users",  "timer_list",   "timer_stats",
+	"sched_debug", "latency_stats", "kmsg",	       "kpagecount", "kpageflags",   "kpagecgroup",
+	"config.gz",   "sysrq-trigger", "vmallocinfo", "slabinfo",   "pagetypeinfo", "buddyinfo",
 };
 /* /proc directories hidden under an empty read-only tmpfs. */
 static const char *const proc_masked_dirs[] = { "acpi", "asound", "scsi", "driver", "tty/driver" };
 /* /proc entries kept visible but read-only. */
 static const char *const proc_readonly[] = { "sys", "bus", "fs", "irq" };
 /* sysfs directories hidden (OCI defaults plus kernel internals). */
-static const char *const sys_masked_dirs[] = { "firmware", "devices/virtual/powercap",
-					       "kernel/debug", "kernel/security", "fs/cgroup",
-					       "fs/bpf", "fs/pstore", "kernel/tracing" };
+static const char *const sys_masked_dirs[] = { "firmware",     "devices/virtual/powercap",
+					       "kernel/debug", "kernel/security",
+					       "fs/cgroup",    "fs/bpf",
+					       "fs/pstore",    "kernel/tracing" };
 
 static void fdpath(char *buf, size_t len, int fd)
 {
@@ -47,8 +47,8 @@ static void fdpath(char *buf, size_t len, int fd)
  * last one with `mode`) and a missing last component is made a directory (dir) or an
  * empty file (!dir).
  */
-static int open_target(int rootfd, const char *dest, bool dir, bool create, mode_t mode,
-		       int *ret, struct ts_error *err)
+static int open_target(int rootfd, const char *dest, bool dir, bool create, mode_t mode, int *ret,
+		       struct ts_error *err)
 {
 	char buf[4096], *comp, *save = NULL, *next;
 	_cleanup_close_ int cur = -EBADF;
@@ -73,9 +73,11 @@ static int open_target(int rootfd, const char *dest, bool dir, bool create, mode
 			fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 			if (fd < 0 && errno == ENOENT && create) {
 				if (mkdirat(cur, comp, last ? mode : 0755) < 0 && errno != EEXIST)
-					return ts_err_errno(err, -errno, "create directory `%s` in `%s`",
-							    comp, dest);
-				fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+					return ts_err_errno(err, -errno,
+							    "create directory `%s` in `%s`", comp,
+							    dest);
+				fd = openat(cur, comp,
+					    O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 			}
 			if (fd < 0 && (errno == ENOTDIR || errno == ELOOP))
 				return ts_err(err, -ELOOP,
@@ -214,8 +216,8 @@ static int mount_bind(struct ts_mount_state *st, int srcfd, unsigned int attrs, 
 			if (r < 0)
 				return r;
 			fdpath(tpath, sizeof(tpath), newfd);
-			if (mount(NULL, tpath, NULL,
-				  MS_REMOUNT | MS_BIND | attrs_to_msflags(attrs), NULL) < 0)
+			if (mount(NULL, tpath, NULL, MS_REMOUNT | MS_BIND | attrs_to_msflags(attrs),
+				  NULL) < 0)
 				return ts_err_errno(err, -errno, "remount `%s`", dest);
 		}
 		return 0;
@@ -305,8 +307,8 @@ static int do_overlay(struct ts_mount_state *st, struct ts_mount_op *op, int tar
 	size_t len = 0;
 
 	if (op->ro && op->n_lowers == 1)
-		return mount_bind(st, op->lower_fds[0], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-								MOUNT_ATTR_NODEV,
+		return mount_bind(st, op->lower_fds[0],
+				  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
 				  targetfd, op->dest, err);
 	len += (size_t)snprintf(opts + len, sizeof(opts) - len, "lowerdir=");
 	for (size_t k = 0; k < op->n_lowers; k++)
@@ -341,13 +343,13 @@ static int do_proc(struct ts_mount_state *st, struct ts_mount_op *op, int target
 	if (fstatfs(procfd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
 		return ts_err(err, -EXDEV, "`%s` is not procfs after mounting it", op->dest);
 	for (size_t i = 0; i < ELEMENTSOF(proc_masked_files); i++) {
-		_cleanup_close_ int fd = openat(procfd, proc_masked_files[i],
-						O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int fd =
+			openat(procfd, proc_masked_files[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue; /* not built into this kernel */
-		r = mount_bind(st, st->devnull_fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-							    MOUNT_ATTR_NOEXEC,
-			       fd, proc_masked_files[i], err);
+		r = mount_bind(st, st->devnull_fd,
+			       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, fd,
+			       proc_masked_files[i], err);
 		if (r < 0)
 			return ts_err_prefix(err, r, "mask /proc");
 	}
@@ -368,8 +370,9 @@ static int do_proc(struct ts_mount_state *st, struct ts_mount_op *op, int target
 						O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		r = mount_bind(st, fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-					       MOUNT_ATTR_NOEXEC,
+		r = mount_bind(st, fd,
+			       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				       MOUNT_ATTR_NOEXEC,
 			       fd, proc_readonly[i], err);
 		if (r < 0)
 			return ts_err_prefix(err, r, "read-only /proc");
@@ -383,7 +386,7 @@ static int do_dev(struct ts_mount_state *st, struct ts_mount_op *op, int targetf
 	static const struct {
 		const char *target, *name;
 	} links[] = {
-		{ "/proc/self/fd", "fd" },	   { "/proc/self/fd/0", "stdin" },
+		{ "/proc/self/fd", "fd" },	 { "/proc/self/fd/0", "stdin" },
 		{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
 		{ "pts/ptmx", "ptmx" },
 	};
@@ -574,7 +577,8 @@ static int do_op(struct ts_mount_state *st, struct ts_mount_op *op, struct ts_er
 		 * root's when the program runs as root, and the user's otherwise. */
 		if (op->size)
 			snprintf(opts, sizeof(opts), "mode=%04o,uid=%u,gid=%u,size=%llu",
-				 (unsigned)op->mode, (unsigned)st->uid, (unsigned)st->gid, op->size);
+				 (unsigned)op->mode, (unsigned)st->uid, (unsigned)st->gid,
+				 op->size);
 		else
 			snprintf(opts, sizeof(opts), "mode=%04o,uid=%u,gid=%u", (unsigned)op->mode,
 				 (unsigned)st->uid, (unsigned)st->gid);

@@ -16,10 +16,10 @@
  */
 
 struct ts_mount_state {
-	int rootfd;     /* the new root while it is being built */
-	int devnull_fd; /* host /dev/null, to mask /proc files */
-	int dev_fds[6]; /* host null zero full random urandom tty */
-	bool legacy;    /* use mount(2) instead of the new mount API */
+	int rootfd;	   /* the new root while it is being built */
+	int devnull_fd;	   /* host /dev/null, to mask /proc files */
+	int dev_fds[6];	   /* host null zero full random urandom tty */
+	bool legacy;	   /* use mount(2) instead of the new mount API */
 	unsigned uid, gid; /* the program's ids inside: owner of fresh tmpfs mounts */
 };
 

@@ -8,9 +8,8 @@
 /* The namespaces every sandbox gets at clone time. The cgroup namespace is entered later,
  * by the child, once the parent has moved it into its cgroups (its root is then the
  * sandbox's own cgroup). */
-#define TS_NS_CLONE_FLAGS                                                              \
-	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | \
-	 CLONE_NEWIPC)
+#define TS_NS_CLONE_FLAGS                                                                          \
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
 
 /*
  * fork() into new namespaces: returns 0 in the child, the child's pid in the parent

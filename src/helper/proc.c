@@ -27,7 +27,8 @@ int ts_proc_open_program(const char *path, int *ret_fd, struct ts_error *err)
 	if (fstat(in, &st) < 0)
 		return ts_err_errno(err, -errno, "stat program `%s`", path);
 	if (!S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024)
-		return ts_err(err, -EINVAL, "program `%s` is not a regular file of sane size", path);
+		return ts_err(err, -EINVAL, "program `%s` is not a regular file of sane size",
+			      path);
 	mfd = memfd_create("toren-sandbox-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (mfd < 0)
 		return ts_err_errno(err, -errno, "memfd for `%s`", path);

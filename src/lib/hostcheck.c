@@ -116,7 +116,8 @@ bool ts_cgroup_delegated(const char *controller, char *why, size_t len)
 		snprintf(why, len, "cgroup v1 `%s`: own cgroup unknown", controller);
 		return false;
 	}
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", controller, strcmp(own, "/") ? own : "");
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", controller,
+		 strcmp(own, "/") ? own : "");
 	if (access(path, W_OK) < 0) {
 		snprintf(why, len, "cgroup v1 `%s`: `%s` not writable (not delegated)", controller,
 			 path);
@@ -224,8 +225,10 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 	if (c && !has_line_word("/proc/filesystems", "overlay")) {
 		/* it may still be a module that loads on first use */
 		c->level = TS_CHECK_WARN;
-		snprintf(c->detail, sizeof(c->detail), "not in /proc/filesystems (module not loaded?)");
-		snprintf(c->fix, sizeof(c->fix), "modprobe overlay (kernel >= 5.11 for user namespaces)");
+		snprintf(c->detail, sizeof(c->detail),
+			 "not in /proc/filesystems (module not loaded?)");
+		snprintf(c->fix, sizeof(c->fix),
+			 "modprobe overlay (kernel >= 5.11 for user namespaces)");
 	} else if (c) {
 		snprintf(c->detail, sizeof(c->detail), "available");
 	}
@@ -233,7 +236,8 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 	c = add(out, max, &n, "seccomp", TS_CHECK_OK);
 	if (c && access("/proc/sys/kernel/seccomp/actions_avail", R_OK) < 0) {
 		c->level = TS_CHECK_FAIL;
-		snprintf(c->detail, sizeof(c->detail), "seccomp filters unsupported by this kernel");
+		snprintf(c->detail, sizeof(c->detail),
+			 "seccomp filters unsupported by this kernel");
 		snprintf(c->fix, sizeof(c->fix), "use a kernel built with CONFIG_SECCOMP_FILTER=y");
 	} else if (c) {
 		snprintf(c->detail, sizeof(c->detail), "filter mode available");
@@ -254,8 +258,8 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 				 "100000-165535 %s (needs the uidmap package)",
 				 pw ? pw->pw_name : "USER");
 		} else {
-			snprintf(c->detail, sizeof(c->detail), "%s mapping (root inside = host %lu)",
-				 plan.mode, plan.root_uid);
+			snprintf(c->detail, sizeof(c->detail),
+				 "%s mapping (root inside = host %lu)", plan.mode, plan.root_uid);
 		}
 	}
 	c = add(out, max, &n, "newuidmap", TS_CHECK_OK);
@@ -268,8 +272,7 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 			snprintf(c->fix, sizeof(c->fix), "optional: apt-get install uidmap");
 		} else {
 			snprintf(c->detail, sizeof(c->detail), "/usr/bin/newuidmap%s",
-				 (st.st_mode & S_ISUID) || getuid() == 0 ? "" :
-									 " (not setuid!)");
+				 (st.st_mode & S_ISUID) || getuid() == 0 ? "" : " (not setuid!)");
 		}
 	}
 
@@ -278,17 +281,19 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 		bool ok = ts_cgroup_delegated(controllers[i], why, sizeof(why));
 
 		any_cg |= ok;
-		c = add(out, max, &n, controllers[i][0] == 'm' ? "cgroup memory" :
-				     controllers[i][1] == 'i' ? "cgroup pids" :
-								"cgroup cpu",
+		c = add(out, max, &n,
+			controllers[i][0] == 'm'   ? "cgroup memory"
+			: controllers[i][1] == 'i' ? "cgroup pids"
+						   : "cgroup cpu",
 			ok ? TS_CHECK_OK : TS_CHECK_INFO);
 		if (c) {
 			snprintf(c->detail, sizeof(c->detail), "%s", why);
 			if (!ok)
-				snprintf(c->fix, sizeof(c->fix),
-					 "limits fall back to rlimits (--memory: RLIMIT_AS, --pids: "
-					 "RLIMIT_NPROC; --cpus unavailable); delegate a cgroup, e.g. "
-					 "systemd-run --user -p Delegate=yes --scope toren-sandbox ...");
+				snprintf(
+					c->fix, sizeof(c->fix),
+					"limits fall back to rlimits (--memory: RLIMIT_AS, --pids: "
+					"RLIMIT_NPROC; --cpus unavailable); delegate a cgroup, e.g. "
+					"systemd-run --user -p Delegate=yes --scope toren-sandbox ...");
 		}
 	}
 	(void)any_cg;
@@ -311,7 +316,8 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 			snprintf(c->detail, sizeof(c->detail), "`/tmp` is not a directory");
 			snprintf(c->fix, sizeof(c->fix), "mkdir -m1777 /tmp");
 		} else {
-			snprintf(c->detail, sizeof(c->detail), "`/tmp` usable as mount staging point");
+			snprintf(c->detail, sizeof(c->detail),
+				 "`/tmp` usable as mount staging point");
 		}
 	}
 	return n;

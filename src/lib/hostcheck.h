@@ -12,7 +12,12 @@
  * and fails fast with the same message and fix.
  */
 
-enum ts_check_level { TS_CHECK_OK, TS_CHECK_INFO, TS_CHECK_WARN, TS_CHECK_FAIL };
+enum ts_check_level {
+	TS_CHECK_OK,
+	TS_CHECK_INFO,
+	TS_CHECK_WARN,
+	TS_CHECK_FAIL
+};
 
 struct ts_check {
 	const char *name;

@@ -12,8 +12,8 @@
 #include "cleanup.h"
 #include "util.h"
 
-int ts_subid_lookup(const char *file, const char *name, unsigned long uid,
-		    unsigned long min_count, unsigned long *start, unsigned long *count)
+int ts_subid_lookup(const char *file, const char *name, unsigned long uid, unsigned long min_count,
+		    unsigned long *start, unsigned long *count)
 {
 	_cleanup_free_ char *buf = NULL;
 	char *line, *save = NULL, uidstr[32];

@@ -31,13 +31,13 @@ struct ts_idmap_line_plan {
 struct ts_idmap_plan {
 	struct ts_idmap_line_plan uid[3], gid[3];
 	size_t n_uid, n_gid;
-	bool newidmap;           /* apply through newuidmap/newgidmap */
-	bool has_root;           /* uid 0 exists inside (--user root possible) */
-	unsigned long user_uid;  /* host uid that is `user` (1000) inside */
+	bool newidmap;		/* apply through newuidmap/newgidmap */
+	bool has_root;		/* uid 0 exists inside (--user root possible) */
+	unsigned long user_uid; /* host uid that is `user` (1000) inside */
 	unsigned long user_gid;
-	unsigned long root_uid;  /* host uid that is root inside, when has_root */
+	unsigned long root_uid; /* host uid that is root inside, when has_root */
 	unsigned long root_gid;
-	const char *mode;        /* "single", "subid" or "root-range": for doctor/inspect */
+	const char *mode; /* "single", "subid" or "root-range": for doctor/inspect */
 };
 
 /* Decide the plan for the calling process. 0 or -errno. */
@@ -47,5 +47,5 @@ int ts_idmap_plan(struct ts_idmap_plan *p, struct ts_error *err);
  * Look up the subordinate range of `name` (or of the numeric `uid`) in a subid file
  * (/etc/subuid format). 0 and the first range with count >= min_count, -ENOENT if none.
  */
-int ts_subid_lookup(const char *file, const char *name, unsigned long uid,
-		    unsigned long min_count, unsigned long *start, unsigned long *count);
+int ts_subid_lookup(const char *file, const char *name, unsigned long uid, unsigned long min_count,
+		    unsigned long *start, unsigned long *count);

@@ -20,12 +20,35 @@
 /* /etc entries never copied: secrets and host identity. Patterns match the path
  * relative to /etc. */
 static const char *const etc_excluded[] = {
-	"shadow",	  "shadow-",	   "gshadow",	   "gshadow-",	     "sudoers",
-	"sudoers.d",	  "ssh/ssh_host_*", "ssh/*_key",   "machine-id",     "subuid",
-	"subuid-",	  "subgid",	   "subgid-",	   "security/opasswd", ".pwd.lock",
-	"passwd",	  "passwd-",	   "group",	   "group-",	     "hostname",
-	"hosts",	  "credstore",	   "credstore.encrypted", "ssl/private", "krb5.keytab",
-	"NetworkManager/system-connections", "wpa_supplicant", "docker", "containers/auth.json",
+	"shadow",
+	"shadow-",
+	"gshadow",
+	"gshadow-",
+	"sudoers",
+	"sudoers.d",
+	"ssh/ssh_host_*",
+	"ssh/*_key",
+	"machine-id",
+	"subuid",
+	"subuid-",
+	"subgid",
+	"subgid-",
+	"security/opasswd",
+	".pwd.lock",
+	"passwd",
+	"passwd-",
+	"group",
+	"group-",
+	"hostname",
+	"hosts",
+	"credstore",
+	"credstore.encrypted",
+	"ssl/private",
+	"krb5.keytab",
+	"NetworkManager/system-connections",
+	"wpa_supplicant",
+	"docker",
+	"containers/auth.json",
 };
 
 /* Top-level merged-usr names: a symlink on the host is copied, a directory is bound. */
@@ -59,8 +82,7 @@ static int copy_file(int sdir, int ddir, const char *name, mode_t mode)
 	if (in < 0)
 		return errno == EACCES || errno == EPERM ? 0 : -errno; /* unreadable: skip */
 	/* never copy setuid/setgid/sticky bits into a layer */
-	out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		     mode & 0777);
+	out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
 	if (out < 0)
 		return -errno;
 	while ((n = read(in, buf, sizeof(buf))) > 0)
@@ -114,14 +136,16 @@ static int copy_tree(int sdir, int ddir, const char *rel, int depth)
 		} else if (S_ISDIR(st.st_mode)) {
 			_cleanup_close_ int s2 = -EBADF, d2 = -EBADF;
 
-			s2 = openat(sdir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			s2 = openat(sdir, de->d_name,
+				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (s2 < 0)
 				continue; /* unreadable directory: leave it out */
 			if (mkdirat(ddir, de->d_name, 0755) < 0) {
 				r = -errno;
 				break;
 			}
-			d2 = openat(ddir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			d2 = openat(ddir, de->d_name,
+				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (d2 < 0) {
 				r = -errno;
 				break;
@@ -156,8 +180,8 @@ static int write_new(int dfd, const char *name, const char *content)
 
 /* Build a layer in a temp dir with fill(), then rename it into place atomically. A
  * concurrent builder that wins the race is fine: both results are equivalent. */
-static int build_layer(const char *root, const char *name, int (*fill)(int dfd),
-		       char *ret, size_t len, struct ts_error *err)
+static int build_layer(const char *root, const char *name, int (*fill)(int dfd), char *ret,
+		       size_t len, struct ts_error *err)
 {
 	char images[4096], tmp[4200], final[4200];
 	_cleanup_close_ int dfd = -EBADF;
@@ -286,8 +310,8 @@ int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err)
 	if (r < 0)
 		return r;
 	snprintf(name, sizeof(name), "host-%016llx", h);
-	r = build_layer(root, name, fill_host, img->lowers[img->n_lowers++],
-			sizeof(img->lowers[0]), err);
+	r = build_layer(root, name, fill_host, img->lowers[img->n_lowers++], sizeof(img->lowers[0]),
+			err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(usr_links); i++) {

@@ -26,8 +26,8 @@
 struct ts_image {
 	char lowers[TS_IMAGE_MAX_LOWERS][4096];
 	size_t n_lowers;
-	bool host;                  /* the host image: bind /usr and mirror /bin etc. */
-	char host_dirs[6][16];      /* top-level dirs that are real directories on the host
+	bool host;	       /* the host image: bind /usr and mirror /bin etc. */
+	char host_dirs[6][16]; /* top-level dirs that are real directories on the host
 				       (not merged-usr symlinks): bound read-only */
 	size_t n_host_dirs;
 };

@@ -41,7 +41,7 @@
 struct ts_prepared {
 	struct ts_paths paths;
 	char id[TS_ID_LEN + 1];
-	char dir[4096];        /* $ROOT/<id> */
+	char dir[4096]; /* $ROOT/<id> */
 	char workspace[4096];
 	bool fresh_workspace;
 	char bpf[4096];
@@ -70,7 +70,8 @@ static const char *sane_term(void)
 	if (!t || !t[0] || strlen(t) > 64)
 		return "dumb";
 	for (const char *c = t; *c; c++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.+_-", *c))
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.+_-",
+			    *c))
 			return "dumb";
 	return t;
 }
@@ -160,7 +161,8 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 			r |= ts_strv_pushf(a, "%llu", pol->pids);
 			cg = true;
 		} else {
-			r |= ts_strv_pushf(&p->warnings, "--pids enforced as RLIMIT_NPROC (%s)", why);
+			r |= ts_strv_pushf(&p->warnings, "--pids enforced as RLIMIT_NPROC (%s)",
+					   why);
 		}
 	}
 	if (pol->cpus > 0) {
@@ -170,7 +172,8 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 			cg = true;
 		} else {
 			r |= ts_strv_pushf(&p->warnings,
-					   "--cpus not enforced: no cpu cgroup delegated (%s)", why);
+					   "--cpus not enforced: no cpu cgroup delegated (%s)",
+					   why);
 		}
 	}
 	if (pol->nofile) {
@@ -260,13 +263,13 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 	}
 	for (size_t i = 0; i < p->idmap.n_uid; i++) {
 		r |= ts_strv_push(a, "--uid-map");
-		r |= ts_strv_pushf(a, "%lu %lu %lu", p->idmap.uid[i].inside, p->idmap.uid[i].outside,
-				   p->idmap.uid[i].count);
+		r |= ts_strv_pushf(a, "%lu %lu %lu", p->idmap.uid[i].inside,
+				   p->idmap.uid[i].outside, p->idmap.uid[i].count);
 	}
 	for (size_t i = 0; i < p->idmap.n_gid; i++) {
 		r |= ts_strv_push(a, "--gid-map");
-		r |= ts_strv_pushf(a, "%lu %lu %lu", p->idmap.gid[i].inside, p->idmap.gid[i].outside,
-				   p->idmap.gid[i].count);
+		r |= ts_strv_pushf(a, "%lu %lu %lu", p->idmap.gid[i].inside,
+				   p->idmap.gid[i].outside, p->idmap.gid[i].count);
 	}
 	if (p->idmap.newidmap)
 		r |= ts_strv_push(a, "--newidmap");
@@ -363,11 +366,12 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	if (r < 0)
 		return r;
 	if (o->as_root && !p->idmap.has_root)
-		return ts_err(err, -EPERM,
-			      "`--user root` needs subordinate ids (mapping mode `%s`): add a range "
-			      "to /etc/subuid and /etc/subgid for this user, see "
-			      "`toren-sandbox doctor`",
-			      p->idmap.mode);
+		return ts_err(
+			err, -EPERM,
+			"`--user root` needs subordinate ids (mapping mode `%s`): add a range "
+			"to /etc/subuid and /etc/subgid for this user, see "
+			"`toren-sandbox doctor`",
+			p->idmap.mode);
 	r = ts_id_new(p->id, err);
 	if (r < 0)
 		return r;
@@ -411,7 +415,8 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 			r = ts_mkdir_p(AT_FDCWD, mp, 0755);
 			*slash = '/';
 			if (r == 0) {
-				int fd = open(mp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+				int fd =
+					open(mp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 
 				if (fd < 0)
 					r = -errno;
@@ -441,12 +446,13 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 				      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid);
 		else if (stat(p->workspace, &wst) == 0 && wst.st_uid != (uid_t)p->idmap.user_uid &&
 			 getuid() == 0)
-			ts_strv_pushf(&p->warnings,
-				      "workspace `%s` is owned by uid %u; the sandbox user is host "
-				      "uid %lu and cannot write it unless you `chown -R %lu:%lu` it "
-				      "(host root is never mapped into a sandbox)",
-				      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid,
-				      p->idmap.user_uid, p->idmap.user_gid);
+			ts_strv_pushf(
+				&p->warnings,
+				"workspace `%s` is owned by uid %u; the sandbox user is host "
+				"uid %lu and cannot write it unless you `chown -R %lu:%lu` it "
+				"(host root is never mapped into a sandbox)",
+				p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid,
+				p->idmap.user_uid, p->idmap.user_gid);
 	} else {
 		if (ts_path_join(p->workspace, sizeof(p->workspace), p->dir, "workspace") < 0)
 			return ts_err(err, -ENAMETOOLONG, "workspace path too long");
@@ -502,8 +508,7 @@ static void print_dry_run(const struct ts_prepared *p)
 }
 
 /* Start the helper; returns its pid and init's pidfd once the sandbox runs. */
-static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd,
-			struct ts_error *err)
+static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, struct ts_error *err)
 {
 	_cleanup_close_ int bpf = -EBADF;
 	int sp[2];
@@ -514,7 +519,9 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd,
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
 			      .msg_controllen = sizeof(u.buf) };
 	ssize_t n;
 	int status;
@@ -551,14 +558,16 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd,
 		n = recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	close(sp[0]);
-	if (n != (ssize_t)sizeof(rep) || rep.version != TS_HELPER_PROTO_VERSION || rep.status != 0) {
+	if (n != (ssize_t)sizeof(rep) || rep.version != TS_HELPER_PROTO_VERSION ||
+	    rep.status != 0) {
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
 		if (n == (ssize_t)sizeof(rep) && rep.status != 0) {
 			rep.err.msg[sizeof(rep.err.msg) - 1] = '\0';
 			return ts_err(err, -rep.status, "%s", rep.err.msg);
 		}
-		return ts_err(err, -EIO, "the helper exited (status %d) without starting the sandbox",
+		return ts_err(err, -EIO,
+			      "the helper exited (status %d) without starting the sandbox",
 			      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 	}
 	*ret_pidfd = -1;
@@ -570,8 +579,7 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd,
 }
 
 /* Forward signals, enforce the timeout, wait for the helper. */
-static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms,
-		     int *ret_status)
+static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms, int *ret_status)
 {
 	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 	_cleanup_close_ int sfd = -EBADF, tfd = -EBADF;
@@ -617,7 +625,8 @@ static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms
 			close(tfd);
 			tfd = -EBADF;
 			timed_out = true;
-			fprintf(stderr, "toren-sandbox: timed out after %.3gs; killing the sandbox\n",
+			fprintf(stderr,
+				"toren-sandbox: timed out after %.3gs; killing the sandbox\n",
 				(double)timeout_ms / 1000.0);
 			/* Killing the pid namespace's init kills every process in it; the helper
 			 * reaps init only after the kernel has torn the whole tree down. */
@@ -673,8 +682,8 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 			fprintf(stderr, "toren-sandbox: warning: %s\n", p.warnings.v[i]);
 	if (o->verbose)
 		fprintf(stderr,
-			"toren-sandbox: sandbox %s in `%s` (ids: %s; user is host uid %lu)\n",
-			p.id, p.dir, p.idmap.mode, p.idmap.user_uid);
+			"toren-sandbox: sandbox %s in `%s` (ids: %s; user is host uid %lu)\n", p.id,
+			p.dir, p.idmap.mode, p.idmap.user_uid);
 	if (o->dry_run) {
 		print_dry_run(&p);
 		*ret_status = 0;

@@ -16,14 +16,14 @@
  */
 
 struct ts_run_opts {
-	char **argv;               /* the command, NULL-terminated */
-	const char *workspace;     /* host directory bound at /home/user; NULL: a fresh one */
-	const char *image;         /* root file system directory; NULL: the host image */
+	char **argv;			/* the command, NULL-terminated */
+	const char *workspace;		/* host directory bound at /home/user; NULL: a fresh one */
+	const char *image;		/* root file system directory; NULL: the host image */
 	const struct ts_policy *policy; /* merged policy: limits, env, binds, protected */
-	bool as_root;              /* --user root */
-	bool tty;                  /* -t: a pty when stdin is a terminal */
-	bool keep;                 /* keep the fresh workspace and upper dir */
-	bool dry_run;              /* print the helper command line and exit */
+	bool as_root;			/* --user root */
+	bool tty;			/* -t: a pty when stdin is a terminal */
+	bool keep;			/* keep the fresh workspace and upper dir */
+	bool dry_run;			/* print the helper command line and exit */
 	bool verbose;
 };
 

@@ -66,8 +66,8 @@ int ts_paths_init(struct ts_paths *p, struct ts_error *err)
 	r = ts_self_dir(self_dir, sizeof(self_dir));
 	if (r < 0)
 		return ts_err_errno(err, r, "find our own executable");
-	if ((r = find_binary(p->helper, sizeof(p->helper), self_dir, "toren-sandbox-helper",
-			     err)) < 0 ||
+	if ((r = find_binary(p->helper, sizeof(p->helper), self_dir, "toren-sandbox-helper", err)) <
+		    0 ||
 	    (r = find_binary(p->init, sizeof(p->init), self_dir, "toren-sandbox-init", err)) < 0)
 		return r;
 	/* TOREN_SANDBOX_POLICY_DIR wins; then, running from a build tree, the source tree's

@@ -9,10 +9,10 @@
 
 /* Where the runtime's files live on the host. Filled by ts_paths_init. */
 struct ts_paths {
-	char root[2048];      /* $TOREN_SANDBOX_ROOT or ~/.toren/sandboxes */
-	char helper[4096];    /* toren-sandbox-helper */
-	char init[4096];      /* toren-sandbox-init */
-	char policy_dir[4096];/* default policy files (seccomp/default.json, default.yaml) */
+	char root[2048];       /* $TOREN_SANDBOX_ROOT or ~/.toren/sandboxes */
+	char helper[4096];     /* toren-sandbox-helper */
+	char init[4096];       /* toren-sandbox-init */
+	char policy_dir[4096]; /* default policy files (seccomp/default.json, default.yaml) */
 };
 
 /*

@@ -43,8 +43,8 @@ struct loader {
 	const char *path;
 	const char *buf;
 	size_t len;
-	struct ts_policy *p; /* the temporary, merged into the caller's policy on success */
-	unsigned set; /* SET_* flags: which scalars this file gave */
+	struct ts_policy *p;  /* the temporary, merged into the caller's policy on success */
+	unsigned set;	      /* SET_* flags: which scalars this file gave */
 	yaml_mark_t key_mark; /* the key (or list entry) whose value is being parsed */
 	size_t cap_env, cap_binds, cap_protected;
 	struct ts_error *err;
@@ -670,7 +670,7 @@ static int parse_stream(struct loader *l)
 		return r;
 	if (l->ev.type == YAML_STREAM_END_EVENT)
 		return 0; /* no document at all: only comments or nothing */
-	r = next(l); /* the root node after DOCUMENT-START */
+	r = next(l);	  /* the root node after DOCUMENT-START */
 	if (r < 0)
 		return r;
 	if (l->ev.type == YAML_MAPPING_START_EVENT)

@@ -37,18 +37,18 @@ struct ts_bind {
 
 struct ts_policy {
 	unsigned long long memory_bytes; /* 0: unset */
-	unsigned long long pids;         /* 0: unset */
-	double cpus;                     /* 0: unset */
-	unsigned long long timeout_ms;   /* 0: unset */
-	unsigned long long nofile;       /* 0: unset */
-	unsigned long long fsize;        /* 0: unset */
-	char **env;                      /* NAME or NAME=VALUE entries */
+	unsigned long long pids;	 /* 0: unset */
+	double cpus;			 /* 0: unset */
+	unsigned long long timeout_ms;	 /* 0: unset */
+	unsigned long long nofile;	 /* 0: unset */
+	unsigned long long fsize;	 /* 0: unset */
+	char **env;			 /* NAME or NAME=VALUE entries */
 	size_t n_env;
 	struct ts_bind *ro_binds;
 	size_t n_ro_binds;
 	char **protected_patterns;
 	size_t n_protected;
-	char *seccomp_profile;           /* absolute path or NULL for the default */
+	char *seccomp_profile; /* absolute path or NULL for the default */
 };
 
 /* Zero p. */

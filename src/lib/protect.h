@@ -20,8 +20,8 @@
  * *ret is a NULL-terminated array of malloc'd strings, sorted; free with
  * ts_strv_free(). Returns 0 or -errno.
  */
-int ts_protect_scan(int workspace_fd, char *const *patterns, size_t n_patterns,
-		    size_t max_entries, char ***ret, size_t *ret_n, struct ts_error *err);
+int ts_protect_scan(int workspace_fd, char *const *patterns, size_t n_patterns, size_t max_entries,
+		    char ***ret, size_t *ret_n, struct ts_error *err);
 
 /* Free a NULL-terminated string vector. Accepts NULL. */
 void ts_strv_free(char **v);

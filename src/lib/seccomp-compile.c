@@ -76,7 +76,7 @@ static const struct {
 static const struct arch_name {
 	uint32_t token;
 	const char *scmp; /* "architectures": SCMP_ARCH_* */
-	const char *go; /* includes/excludes "arches": Go's GOARCH */
+	const char *go;	  /* includes/excludes "arches": Go's GOARCH */
 } arch_names[] = {
 	{ SCMP_ARCH_X86_64, "SCMP_ARCH_X86_64", "amd64" },
 	{ SCMP_ARCH_AARCH64, "SCMP_ARCH_AARCH64", "arm64" },
@@ -90,7 +90,7 @@ struct rule {
 	uint32_t action;
 	unsigned int n_args;
 	struct scmp_arg_cmp args[ARG_COUNT];
-	size_t index; /* position in syscalls[], for messages */
+	size_t index;	  /* position in syscalls[], for messages */
 	const char *name; /* borrowed from the JSON tree */
 };
 

@@ -17,13 +17,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_ARGS 256
-#define CHECK(x)                                                                            \
-	do {                                                                                \
-		if (!(x)) {                                                                 \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
-				#x);                                                        \
-			abort();                                                            \
-		}                                                                           \
+#define CHECK(x)                                                                                   \
+	do {                                                                                       \
+		if (!(x)) {                                                                        \
+			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #x);  \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -55,8 +55,8 @@
 #define X32_BIT 0x40000000UL
 
 enum {
-	WANT_OK = 0, /* returns >= 0 */
-	WANT_SIGSYS = -1, /* killed by the filter */
+	WANT_OK = 0,		/* returns >= 0 */
+	WANT_SIGSYS = -1,	/* killed by the filter */
 	WANT_NOT_FILTERED = -2, /* reaches the kernel; its answer depends on the host */
 };
 
@@ -70,9 +70,9 @@ struct check {
 	const char *what;
 	unsigned long nr;
 	unsigned long a[6];
-	int want; /* WANT_* or a positive errno */
+	int want;     /* WANT_* or a positive errno */
 	uint32_t act; /* what the simulator must answer */
-	bool forks; /* a clone: the child side returns 0 and must leave at once */
+	bool forks;   /* a clone: the child side returns 0 and must leave at once */
 };
 
 struct outcome {
@@ -332,12 +332,7 @@ int main(int argc, char **argv)
 		  false },
 		{ "clone(SIGCHLD) like fork", SYS_clone, { SIGCHLD }, WANT_OK, R_ALLOW, true },
 		{ "ioctl(-1, TCGETS)", SYS_ioctl, { fd_bad, TCGETS }, EBADF, R_ALLOW, false },
-		{ "ioctl(-1, TIOCGWINSZ)",
-		  SYS_ioctl,
-		  { fd_bad, TIOCGWINSZ },
-		  EBADF,
-		  R_ALLOW,
-		  false },
+		{ "ioctl(-1, TIOCGWINSZ)", SYS_ioctl, { fd_bad, TIOCGWINSZ }, EBADF, R_ALLOW, false },
 		{ "personality(0xffffffff) query",
 		  SYS_personality,
 		  { 0xffffffffUL },
@@ -458,12 +453,7 @@ int main(int argc, char **argv)
 		/* SC-05..08 */
 		{ "io_uring_setup(1, NULL)", SYS_io_uring_setup, { 1, 0 }, EPERM, R_EPERM, false },
 		{ "io_uring_enter(-1)", SYS_io_uring_enter, { fd_bad }, EPERM, R_EPERM, false },
-		{ "io_uring_register(-1)",
-		  SYS_io_uring_register,
-		  { fd_bad },
-		  EPERM,
-		  R_EPERM,
-		  false },
+		{ "io_uring_register(-1)", SYS_io_uring_register, { fd_bad }, EPERM, R_EPERM, false },
 		{ "bpf(BPF_PROG_LOAD, NULL, 0)", SYS_bpf, { 5, 0, 0 }, EPERM, R_EPERM, false },
 		{ "perf_event_open(bad)",
 		  SYS_perf_event_open,
@@ -615,12 +605,7 @@ int main(int argc, char **argv)
 		  R_EPERM,
 		  false },
 		/* CVE-2019-10063: ioctl compared on the low 32 bits */
-		{ "ioctl(-1, TIOCSTI)",
-		  SYS_ioctl,
-		  { fd_bad, TIOCSTI, bad },
-		  EPERM,
-		  R_EPERM,
-		  false },
+		{ "ioctl(-1, TIOCSTI)", SYS_ioctl, { fd_bad, TIOCSTI, bad }, EPERM, R_EPERM, false },
 		{ "ioctl(-1, TIOCSTI | 0xffffffff00000000)",
 		  SYS_ioctl,
 		  { fd_bad, 0xffffffff00000000UL | TIOCSTI, bad },

@@ -59,7 +59,8 @@ int main(void)
 		return 1;
 	snprintf(path, sizeof(path), "%s/subuid", dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	ok(fd >= 0 && write(fd, "alice:100000:65536\n1001:200000:10\nbad line\nbob:x:y\n", 51) == 51,
+	ok(fd >= 0 &&
+		   write(fd, "alice:100000:65536\n1001:200000:10\nbad line\nbob:x:y\n", 51) == 51,
 	   "write subuid fixture");
 	close(fd);
 	ok(ts_subid_lookup(path, "alice", 5000, 2000, &s, &c) == 0 && s == 100000 && c == 65536,
@@ -75,8 +76,8 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/a/link", dir);
 	ok(symlink("/etc", path) == 0, "plant symlink to /etc");
 	snprintf(path, sizeof(path), "%s/a", dir);
-	ok(ts_rm_rf_at(AT_FDCWD, path) == 0 && access(path, F_OK) < 0 && access("/etc/hostname",
-										     F_OK) == 0,
+	ok(ts_rm_rf_at(AT_FDCWD, path) == 0 && access(path, F_OK) < 0 &&
+		   access("/etc/hostname", F_OK) == 0,
 	   "rm -rf removes the tree and never follows a symlink");
 	ok(ts_rm_rf_at(AT_FDCWD, dir) == 0, "rm -rf temp dir");
 	return exit_status();
