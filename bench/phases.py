@@ -47,15 +47,25 @@ def phases(ev):
         raise Missing("clone with CLONE_NEWUSER")
     helper = clone_ns[0]["pid"]
     child = next((e["pid"] for e in ev if e["name"] == "mount" and "PRIVATE" in e["call"]), None)
-    cmd = next((e["pid"] for e in ev if e["name"] == "execve" and e["comm"] == "true"
+    # perf prints the comm a task had at the event: "true" only after its exec.
+    cmd = next((e["pid"] for e in ev if e["comm"] == "true"
                 and e["pid"] not in (cli, helper, child)), None)
     if child is None or cmd is None:
         raise Missing("sandbox child or CMD")
 
     def find(pid, name, after, pred=lambda e: True, end=False, cont=False):
-        for e in ev:
+        for k, e in enumerate(ev):
             if e["pid"] == pid and e["name"] == name and e["cont"] == cont and pred(e):
-                t = e["ts"] + (e["dur"] or 0) if end else e["ts"]
+                if end and e["dur"] is None and not cont:
+                    # the call was interrupted by other events: its end is on the
+                    # "[continued]" line that follows
+                    c = next((x for x in ev[k + 1:] if x["pid"] == pid and x["cont"]
+                              and x["name"] == name and x["dur"] is not None), None)
+                    if c is None:
+                        continue
+                    t = c["ts"] + c["dur"]
+                else:
+                    t = e["ts"] + (e["dur"] or 0) if end else e["ts"]
                 if t >= after:
                     return t
         raise Missing(f"{name} of pid {pid} after {after:.3f}")
@@ -75,10 +85,8 @@ def phases(ev):
              find(cli, "getrandom", t, lambda e: "len: 6" in e["call"]))
     t = mark("CLI: sandbox dirs (4 mkdir, 3 chown), image-layer checks, read seccomp profile",
              find(cli, "uname", t))
-    t = mark("CLI: seccomp cache hit (SHA-256 of profile, libseccomp API probe, stat)",
-             find(cli, "statfs", t))
-    t = mark("CLI: cgroup delegation check, open BPF, socketpair",
-             find(cli, "clone", t))
+    t = mark("CLI: seccomp cache hit (SHA-256 of profile, libseccomp API probe, stat), "
+             "open BPF, socketpair", find(cli, "clone", t))
     t = mark("CLI: fork the helper", find(helper, "execve", t))
     t = mark("helper: exec, ld.so (libcap, libnl-3), parse args, pdeathsig",
              find(helper, "memfd_create", t))
@@ -91,7 +99,7 @@ def phases(ev):
                  find(helper, "write", t))
     except Missing:
         pass
-    t = mark("helper: write id maps (or run newuidmap/newgidmap), cgroup setup, send go",
+    t = mark("helper: write id maps (or run newuidmap/newgidmap), cgroups if limits asked, send go",
              find(helper, "write", t, lambda e: "count: 1)" in e["call"]))
     t = mark("child: wake, open host sources (13 fds), set ids, cgroup ns",
              find(child, "mount", t))
@@ -111,7 +119,7 @@ def phases(ev):
     t = mark("init: reap, kill(-1), exit_group", find(child, "exit_group", t))
     t = mark("teardown: init exits, last process of the namespaces, helper woken",
              find(helper, "poll", t, end=True, cont=True))
-    t = mark("helper: waitpid, rmdir cgroup", find(helper, "exit_group", t))
+    t = mark("helper: waitpid, cgroup clean-up if any", find(helper, "exit_group", t))
     t = mark("helper: exit, CLI woken", find(cli, "poll", t, end=True, cont=True))
     t = mark("CLI: waitpid, rm -rf the sandbox dir", find(cli, "exit_group", t))
     t = mark("CLI: exit_group", find(cli, "sched:sched_process_exit", t))

@@ -134,7 +134,8 @@ for who in root "$BENCH_USER"; do
 		python3 "$HERE/stats.py" "$WORK/abl-$who.csv"
 		echo "#### Critical path (perf trace, marker syscalls only)"
 		echo
-		python3 "$HERE/phases.py" "$WORK"/pt-"$who"-*.txt
+		python3 "$HERE/phases.py" "$WORK"/pt-"$who"-*.txt ||
+			echo "(no usable perf trace: see the messages of phases.py)"
 		echo "#### Syscalls per process (one strace -f run)"
 		echo
 		python3 "$HERE/counts.py" "$WORK/full-$who.st"

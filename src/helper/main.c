@@ -14,10 +14,10 @@
  *  send "go"                      --->   open every host source as an fd
  *                                        become the setup ids; non-dumpable
  *                                        new cgroup ns; build the mount tree; pivot_root
- *                                        hostname; `lo` up; rlimits; setsid
+ *                                        hostname; `lo` up; setsid
  *                                        close every fd but 0-2 (+ control fd 3)
  *                                        drop bounding/ambient caps; final ids; clear caps
- *                                        no_new_privs; seccomp (last: it forbids mount)
+ *                                        no_new_privs; seccomp (it forbids mount); rlimits
  *  wait for EOF on the sync socket <---  execveat(init memfd) closes it (CLOEXEC)
  *  report to the caller (+ pidfd of init)
  *  forward signals, wait for init, exit with its status, remove cgroups
@@ -137,9 +137,6 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	r = ts_net_loopback_up(err);
 	if (r < 0)
 		return r;
-	r = ts_proc_set_rlimits(ctx, err);
-	if (r < 0)
-		return r;
 	if (ctx->chdir && chdir(ctx->chdir) < 0)
 		return ts_err_errno(err, -errno, "chdir to `%s`", ctx->chdir);
 	/* A new session: no controlling terminal, so TIOCSTI on an inherited tty cannot
@@ -165,6 +162,11 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 		if (r < 0)
 			return r;
 	}
+	/* Limits last: an address-space limit must not starve our own setup (a sanitizer
+	 * runtime maps terabytes of shadow), and nothing below allocates. */
+	r = ts_proc_set_rlimits(ctx, err);
+	if (r < 0)
+		return r;
 	return ts_proc_exec(prog_fd, ctx->argv, ctx->envp, err);
 }
 
