@@ -4,13 +4,14 @@
 # Start-up cost of `toren-sandbox run -- /bin/true` against bubblewrap, unshare(1) and crun,
 # measured round-robin in one run. See bench/README.md.
 #
-# usage: bench/run-bench.sh [-n ROUNDS] [-w WARMUP] [-u USER] [-q SECONDS] [--no-user]
-#                           [--no-write]
+# usage: bench/run-bench.sh [-n ROUNDS] [-w WARMUP] [-u USER] [-q SECONDS] [-r REV]
+#                           [--no-user] [--no-write]
 #
 #   -n ROUNDS   timed runs of each command (default 100, at least 30)
 #   -w WARMUP   untimed rounds first (default 5)
 #   -u USER     the unprivileged user measured after root (default cloudsdk)
 #   -q SECONDS  first wait up to SECONDS for the 1-minute load average to drop below 0.5
+#   -r REV      measure commit REV, exported and built afresh (default: build/ as it is)
 #   --no-user   as root, measure root only
 #   --no-write  print the summary, leave bench/RESULTS.md alone
 #
@@ -30,6 +31,7 @@ DO_WRITE=1
 PHASE=outer
 WORK=
 QUIET_WAIT=0
+REV=
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -37,11 +39,12 @@ while [ $# -gt 0 ]; do
 	-w) WARMUP=$2; shift 2 ;;
 	-u) BENCH_USER=$2; shift 2 ;;
 	-q) QUIET_WAIT=$2; shift 2 ;;
+	-r) REV=$2; shift 2 ;;
 	--no-user) DO_USER=0; shift ;;
 	--no-write) DO_WRITE=0; shift ;;
 	--toren) TOREN=$2; shift 2 ;;
 	--phase) PHASE=$2; WORK=$3; shift 3 ;;
-	-h|--help) sed -n '4,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-bench.sh: unknown argument \`$1\`" >&2; exit 2 ;;
 	esac
 done
@@ -107,7 +110,9 @@ measure() {
 	echo "measuring as $who: $ROUNDS rounds (+$WARMUP warm-up) of $(grep -c . "$cmds") commands" >&2
 	"$WORK/bench-timer" -n "$ROUNDS" -w "$WARMUP" -o "$WORK/$who.csv" "$cmds"
 	# Everything under the state root should be gone again but the caches.
-	ls "$TOREN_SANDBOX_ROOT" | grep -vxE 'cache|images' >"$WORK/$who.leftover" || true
+	for f in "$TOREN_SANDBOX_ROOT"/*; do
+		case "${f##*/}" in cache | images | '*') ;; *) echo "${f##*/}" ;; esac
+	done >"$WORK/$who.leftover"
 	rm -rf "$s" 2>/dev/null || true
 }
 
@@ -131,7 +136,8 @@ fi
 for t in bwrap crun unshare jq gcc python3; do
 	command -v $t >/dev/null || { echo "run-bench.sh: \`$t\` not found" >&2; exit 1; }
 done
-[ -x "$TOREN" ] || { echo "run-bench.sh: no \`$TOREN\`: ninja -C build first" >&2; exit 1; }
+[ -n "$REV" ] || [ -x "$TOREN" ] ||
+	{ echo "run-bench.sh: no \`$TOREN\`: ninja -C build first" >&2; exit 1; }
 WORK=$(mktemp -d /tmp/toren-bench.XXXXXX)
 chmod 755 "$WORK"
 trap 'rm -rf "$WORK"' EXIT
@@ -139,19 +145,21 @@ gcc -O2 -Wall -o "$WORK/bench-timer" "$HERE/timer.c"
 if [ "$(id -u)" = 0 ] && [ "$DO_USER" = 1 ]; then
 	chmod 1777 "$WORK"
 fi
-# Measure a snapshot of the build: a rebuild during the run must not change the binaries
-# under test. A build.ninja beside them keeps the source tree's policy/ in use, as for
-# build/ itself.
+# Measure a snapshot of the build (or a fresh build of REV): a rebuild during the run must
+# not change the binaries under test.
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$HERE/lib.sh"
+if [ -n "$REV" ]; then
+	COMMIT_LINE="commit \`$(git -C "$REPO" rev-parse --short "$REV")\` (clean export of \`$REV\`, built for this run: debugoptimized)"
+	build_rev "$REV" "$WORK"
+	TOREN=$WORK/src/build/toren-sandbox
+else
+	DIRTY=$(git -C "$REPO" status --porcelain -- src runtime meson.build 2>/dev/null | wc -l)
+	COMMIT_LINE="commit \`$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)\`$([ "$DIRTY" = 0 ] && echo ' (src/, runtime/ clean)' || echo " + $DIRTY uncommitted changes under src/ runtime/ meson.build")"
+fi
 BUILD_DIR=$(dirname "$TOREN")
 BUILT=$(stat -c %y "$BUILD_DIR/toren-sandbox-helper" 2>/dev/null | cut -d. -f1)
-if [ -e "$BUILD_DIR/build.ninja" ]; then
-	mkdir "$WORK/bin"
-	cp "$BUILD_DIR"/toren-sandbox "$BUILD_DIR"/toren-sandbox-helper \
-		"$BUILD_DIR"/toren-sandbox-init "$WORK/bin/"
-	: >"$WORK/bin/build.ninja"
-	chmod -R a+rX "$WORK/bin"
-	TOREN=$WORK/bin/toren-sandbox
-fi
+TOREN=$(snapshot_build "$TOREN" "$WORK")
 waited=0
 while [ "$waited" -lt "$QUIET_WAIT" ] &&
 	awk '{exit !($1 >= 0.5)}' /proc/loadavg; do
@@ -163,32 +171,32 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 # crun 1.8 refuses to start on a cgroup v1+v2 "hybrid" host whose v2 hierarchy has a
 # controller (here: hugetlb), even with --cgroup-manager=disabled. As root we run the whole
 # benchmark, every command alike, in a private mount namespace without /sys/fs/cgroup/unified.
+NOUSER=()
+[ "$DO_USER" = 1 ] || NOUSER=(--no-user)
 CGROUP_NOTE="none"
 if [ -n "$(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null)" ] && [ "$(id -u)" = 0 ]; then
 	CGROUP_NOTE="hybrid cgroups with v2 controllers \`$(cat /sys/fs/cgroup/unified/cgroup.controllers)\`: all commands ran in a private mount namespace with /sys/fs/cgroup/unified unmounted (crun 1.8 refuses hybrid hosts)"
 	unshare -m --propagation private bash -c 'umount /sys/fs/cgroup/unified && exec "$@"' _ \
 		env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
 		bash "$HERE/run-bench.sh" -n "$ROUNDS" -w "$WARMUP" -u "$BENCH_USER" --toren "$TOREN" \
-		$([ "$DO_USER" = 1 ] || echo --no-user) --phase all "$WORK"
+		"${NOUSER[@]}" --phase all "$WORK"
 else
 	env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$HOME" \
 		bash "$HERE/run-bench.sh" -n "$ROUNDS" -w "$WARMUP" -u "$BENCH_USER" --toren "$TOREN" \
-		$([ "$DO_USER" = 1 ] || echo --no-user) --phase all "$WORK"
+		"${NOUSER[@]}" --phase all "$WORK"
 fi
 
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- summary ---
 STAMP=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
-DIRTY=$(git -C "$REPO" status --porcelain -- src runtime meson.build 2>/dev/null | wc -l)
 SUMMARY=$WORK/summary.md
 DONE=
 {
 	echo "<!-- bench:begin (generated by bench/run-bench.sh; do not edit by hand) -->"
 	echo "### Start-up: measured $STAMP"
 	echo
-	echo "- commit \`$COMMIT\`$([ "$DIRTY" = 0 ] && echo ' (src/, runtime/ clean)' || echo " ($DIRTY changed files under src/ runtime/)")"
+	echo "- $COMMIT_LINE"
 	echo "- machine: $(nproc) CPUs \`$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\`, $(free -m | awk '/^Mem:/{print $2}') MiB RAM, kernel \`$(uname -r)\`, virtualisation \`$(systemd-detect-virt 2>/dev/null || echo unknown)\`$(grep -qw hypervisor /proc/cpuinfo && echo ' (hypervisor flag set)')"
 	echo "- $(. /etc/os-release && echo "$PRETTY_NAME"); $(bwrap --version); crun $(crun --version | awk 'NR==1{print $3}'); $(unshare --version | sed 's/unshare from //')"
 	echo "- $ROUNDS timed rounds after $WARMUP warm-up rounds; in each round every command runs once, round r starting with command r mod 5 (interleaved)"

@@ -187,6 +187,10 @@ int main(int argc, char **argv)
 		return 125;
 	}
 	in.child = ts_spawn(argv + i, in.use_pty ? in.pty.slave : -1, &err);
+	if (in.child == -ENOENT)
+		return 127;
+	if (in.child == -EACCES)
+		return 126;
 	if (in.child < 0) {
 		fprintf(stderr, "toren-sandbox-init: %s\n", err.msg);
 		return 125;

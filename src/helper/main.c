@@ -8,7 +8,7 @@
  *  parent (host)                         child (new user/mount/pid/net/uts/ipc ns)
  *  -------------                         ---------------------------------------
  *  copy init into a sealed memfd
- *  clone(NEWUSER|NEWNS|NEWPID|...) --->  (setuid mode: dumpable) "ready"; wait for "go"
+ *  clone(NEWUSER|NEWNS|NEWPID|...) --->  (setuid mode: dumpable, "ready"); wait for "go"
  *  write uid/gid maps (never host 0)
  *  create cgroups, move the child in
  *  send "go"                      --->   open every host source as an fd
@@ -32,6 +32,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,11 +102,13 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	 * would then belong to root and the parent, now the caller again, could not write
 	 * our id maps. We hold capabilities only in our own new namespaces here, no more
 	 * than a rootless user namespace gives; we go non-dumpable again right after. */
-	if (setuid_mode && prctl(PR_SET_DUMPABLE, 1) < 0)
-		return ts_err_errno(err, -errno, "make the child dumpable for its id maps");
-	r = ts_sync_send_ready(sync_sock);
-	if (r < 0)
-		return ts_err_errno(err, r, "tell the helper we are ready");
+	if (setuid_mode) {
+		if (prctl(PR_SET_DUMPABLE, 1) < 0)
+			return ts_err_errno(err, -errno, "make the child dumpable for its id maps");
+		r = ts_sync_send_ready(sync_sock);
+		if (r < 0)
+			return ts_err_errno(err, r, "tell the helper we are ready");
+	}
 	r = ts_sync_wait_go(sync_sock);
 	if (r < 0)
 		return ts_err(err, r, "helper gave up before setup");
@@ -129,7 +132,10 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 		return r;
 	st->uid = ctx->uid;
 	st->gid = ctx->gid;
+	/* Modes given with --perms are exact while building; the program starts with 022. */
+	umask(0);
 	r = ts_mount_build(ctx, st, err);
+	umask(022);
 	if (r < 0)
 		return r;
 	if (ctx->hostname && sethostname(ctx->hostname, strlen(ctx->hostname)) < 0)
@@ -233,7 +239,7 @@ static void fail(const struct ts_helper_ctx *ctx, const struct ts_error *err)
 int main(int argc, char **argv)
 {
 	struct ts_helper_ctx ctx;
-	struct ts_mount_state st = { .rootfd = -EBADF, .devnull_fd = -EBADF };
+	struct ts_mount_state st = { .rootfd = -EBADF, .devnull_fd = -EBADF, .mask_fd = -EBADF };
 	struct ts_error err = { 0 };
 	int sp[2] = { -EBADF, -EBADF }, pidfd = -EBADF, prog_fd = -EBADF, status, r;
 	bool setuid_mode;
@@ -293,7 +299,9 @@ int main(int argc, char **argv)
 		return TS_HELPER_EXIT_SETUP;
 	}
 
-	r = ts_sync_wait_ready(sp[0], &err);
+	/* Only a setuid helper must wait for the child to make itself dumpable; otherwise
+	 * the maps are written while the child is still starting up. */
+	r = setuid_mode ? ts_sync_wait_ready(sp[0], &err) : 0;
 	if (r >= 0)
 		r = ts_idmap_apply(child, &ctx, &err);
 	if (r >= 0)

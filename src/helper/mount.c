@@ -325,6 +325,31 @@ static int do_overlay(struct ts_mount_state *st, struct ts_mount_op *op, int tar
 			 targetfd, op->dest, err);
 }
 
+/*
+ * Hide parentfd/name (a directory, skipped when absent) under an empty read-only tmpfs.
+ * The first mask is a new tmpfs; later ones are clones of it, which costs the kernel
+ * less than creating a file system each time.
+ */
+static int mask_dir(struct ts_mount_state *st, int parentfd, const char *name, struct ts_error *err)
+{
+	const unsigned int attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				   MOUNT_ATTR_NOEXEC;
+	_cleanup_close_ int fd =
+		openat(parentfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	int r;
+
+	if (fd < 0)
+		return 0;
+	if (st->mask_fd >= 0 && !st->legacy)
+		return mount_bind(st, st->mask_fd, attrs, fd, name, err);
+	r = mount_new(st, "tmpfs", "size=4k,mode=0555", attrs, fd, name, err);
+	if (r < 0)
+		return r;
+	/* opened again by name: now the root of the new mount, not the covered directory */
+	st->mask_fd = openat(parentfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	return 0;
+}
+
 static int do_proc(struct ts_mount_state *st, struct ts_mount_op *op, int targetfd,
 		   struct ts_error *err)
 {
@@ -354,14 +379,7 @@ static int do_proc(struct ts_mount_state *st, struct ts_mount_op *op, int target
 			return ts_err_prefix(err, r, "mask /proc");
 	}
 	for (size_t i = 0; i < ELEMENTSOF(proc_masked_dirs); i++) {
-		_cleanup_close_ int fd = openat(procfd, proc_masked_dirs[i],
-						O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		r = mount_new(st, "tmpfs", "size=4k,mode=0555",
-			      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				      MOUNT_ATTR_NOEXEC,
-			      fd, proc_masked_dirs[i], err);
+		r = mask_dir(st, procfd, proc_masked_dirs[i], err);
 		if (r < 0)
 			return ts_err_prefix(err, r, "mask /proc");
 	}
@@ -453,14 +471,7 @@ static int do_sysfs(struct ts_mount_state *st, struct ts_mount_op *op, int targe
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(sys_masked_dirs); i++) {
-		_cleanup_close_ int fd = openat(sysfd, sys_masked_dirs[i],
-						O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		r = mount_new(st, "tmpfs", "size=4k,mode=0555",
-			      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				      MOUNT_ATTR_NOEXEC,
-			      fd, sys_masked_dirs[i], err);
+		r = mask_dir(st, sysfd, sys_masked_dirs[i], err);
 		if (r < 0)
 			return ts_err_prefix(err, r, "mask /sys");
 	}

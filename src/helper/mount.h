@@ -19,6 +19,7 @@ struct ts_mount_state {
 	int rootfd;	   /* the new root while it is being built */
 	int devnull_fd;	   /* host /dev/null, to mask /proc files */
 	int dev_fds[6];	   /* host null zero full random urandom tty */
+	int mask_fd;	   /* root of the first empty read-only tmpfs, cloned for later masks */
 	bool legacy;	   /* use mount(2) instead of the new mount API */
 	unsigned uid, gid; /* the program's ids inside: owner of fresh tmpfs mounts */
 };

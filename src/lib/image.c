@@ -15,7 +15,7 @@
 #include "paths.h"
 #include "util.h"
 
-#define TS_IDENTITY_VERSION "1"
+#define TS_IDENTITY_VERSION "2"
 
 /* /etc entries never copied: secrets and host identity. Patterns match the path
  * relative to /etc. */
@@ -218,12 +218,14 @@ static int build_layer(const char *root, const char *name, int (*fill)(int dfd),
 	return 0;
 }
 
-static int fill_identity(int dfd)
+/* The identity files, into dfd (etc/ and home/ may exist already). */
+static int write_identity(int dfd)
 {
 	_cleanup_close_ int etc = -EBADF;
 	int r;
 
-	if (mkdirat(dfd, "etc", 0755) < 0 || mkdirat(dfd, "home", 0755) < 0 ||
+	if ((mkdirat(dfd, "etc", 0755) < 0 && errno != EEXIST) ||
+	    (mkdirat(dfd, "home", 0755) < 0 && errno != EEXIST) ||
 	    mkdirat(dfd, "home/user", 0755) < 0)
 		return -errno;
 	etc = openat(dfd, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -244,9 +246,23 @@ static int fill_identity(int dfd)
 	return 0;
 }
 
+/* The layer put on top of an image directory: identity files and every mount point, so
+ * that a read-only overlay of the image needs nothing created in it. */
+static int fill_identity(int dfd)
+{
+	for (size_t i = 0; i < ELEMENTSOF(mount_points); i++)
+		if (mkdirat(dfd, mount_points[i].name, 0755) < 0 ||
+		    fchmodat(dfd, mount_points[i].name, mount_points[i].mode, 0) < 0)
+			return -errno;
+	return write_identity(dfd);
+}
+
+/* The host image is one layer (the identity files included), so that a sandbox whose
+ * root is read-only needs a single bind mount of it and no overlay. */
 static int fill_host(int dfd)
 {
 	_cleanup_close_ int src = -EBADF, etc = -EBADF;
+	int r;
 
 	for (size_t i = 0; i < ELEMENTSOF(mount_points); i++)
 		if (mkdirat(dfd, mount_points[i].name, 0755) < 0 ||
@@ -279,7 +295,10 @@ static int fill_host(int dfd)
 	etc = openat(dfd, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (etc < 0)
 		return -errno;
-	return copy_tree(src, etc, "", 0);
+	r = copy_tree(src, etc, "", 0);
+	if (r < 0)
+		return r;
+	return write_identity(dfd);
 }
 
 static int add_identity(const char *root, struct ts_image *img, struct ts_error *err)
@@ -306,10 +325,7 @@ int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err)
 			h *= 1099511628211ULL;
 		}
 	}
-	r = add_identity(root, img, err);
-	if (r < 0)
-		return r;
-	snprintf(name, sizeof(name), "host-%016llx", h);
+	snprintf(name, sizeof(name), "host%s-%016llx", TS_IDENTITY_VERSION, h);
 	r = build_layer(root, name, fill_host, img->lowers[img->n_lowers++], sizeof(img->lowers[0]),
 			err);
 	if (r < 0)

@@ -10,15 +10,16 @@
  * Root file system images, as overlay lower layers (top first).
  *
  * The host image (the default) is the host's /usr, bound read-only by the helper, plus a
- * cached layer `images/host-<stamp>/` holding a filtered copy of the host's /etc (no
+ * cached layer `images/host<v>-<stamp>/` holding a filtered copy of the host's /etc (no
  * shadow, gshadow, sudoers, ssh host keys, machine-id, subuid/subgid), the merged-usr
  * symlinks (/bin -> usr/bin, ...) and empty mount points. The stamp changes when /etc
  * changes (its mtime and that of a few subdirectories), so an updated host gets a new
  * layer; old ones can be removed by hand.
  *
- * Every image gets the identity layer `images/identity-<v>/` on top: a synthesized
- * /etc/passwd and /etc/group with `root` (0) and `user` (1000), /etc/hostname and
- * /etc/hosts, and /home/user.
+ * The identity files, a synthesized /etc/passwd and /etc/group with `root` (0) and
+ * `user` (1000), /etc/hostname, /etc/hosts and /home/user, are part of the host layer
+ * (so a read-only root is one bind mount, no overlay); an image given as a directory
+ * gets them as the layer `images/identity-<v>/` on top of it.
  */
 
 #define TS_IMAGE_MAX_LOWERS 4
