@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The control protocol between the host and a sandbox's init (toren-sandbox-init
+ * --server), over a SOCK_STREAM unix socket whose listening end init holds as fd 3.
+ *
+ * A message is a 12-byte header {u32 payload length, u16 type, u16 flags, u32 request
+ * id} in host byte order, then the payload: a sequence of TLV fields {u16 tag, u32
+ * length, bytes}. File descriptors travel as SCM_RIGHTS on the header's first byte, at
+ * most TS_CTL_MAX_FDS per message. Every size is bounded; a malformed message is an
+ * error for that connection only. Replies echo the request id.
+ *
+ * Both sides parse what the other sends, and the host side must treat init's messages as
+ * untrusted input (init runs inside the sandbox): everything here is bounds-checked and
+ * fuzzed (tests/fuzz/fuzz-ctl.c).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define TS_CTL_VERSION 1
+#define TS_CTL_HDR_LEN 12
+#define TS_CTL_MAX_PAYLOAD (1U << 20) /* 1 MiB: file data moves in chunks below this */
+#define TS_CTL_CHUNK (256U * 1024U)   /* file data per message */
+#define TS_CTL_MAX_FDS 3
+
+enum ts_ctl_type {
+	TS_CTL_HELLO = 1,  /* c->s {VERSION}; s->c {VERSION, PID, IDLE_MS, ATTACHED, STARTED} */
+	TS_CTL_OK,         /* s->c: the request succeeded (may carry fields) */
+	TS_CTL_ERROR,      /* s->c {CODE (positive errno), MSG} */
+	TS_CTL_SPAWN,      /* c->s {ARG..., ENV..., CWD, FLAGS} + fds; s->c SPAWNED */
+	TS_CTL_SPAWNED,    /* s->c {PROC, PID} + the pty master fd with TS_SPAWN_PTY */
+	TS_CTL_WAIT,       /* c->s {PROC}: reply EXITED when the process has exited */
+	TS_CTL_EXITED,     /* s->c {PROC, STATUS (wait status)} */
+	TS_CTL_SIGNAL,     /* c->s {PROC, SIGNAL}: to the process's whole group */
+	TS_CTL_PS,         /* c->s; s->c: one PS_ENTRY each, then END */
+	TS_CTL_PS_ENTRY,   /* {PROC, PID, STATE, STATUS, FLAGS, STARTED, ENDED, ARG...} */
+	TS_CTL_END,        /* s->c: end of a multi-message reply */
+	TS_CTL_SHUTDOWN,   /* c->s: end every process (TERM, grace, KILL), reply OK, exit */
+	TS_CTL_FILE,       /* c->s {OP, PATH, ...}: file operations, see TS_FILE_* */
+	TS_CTL_FILE_DATA,  /* either way {DATA, OFFSET}: a chunk of a file */
+	TS_CTL_FILE_ENTRY, /* s->c {PATH, TYPE, MODE, SIZE, MTIME, UID, GID, TARGET} */
+	TS_CTL_FILE_EVENT, /* s->c {PATH, EVENT}: a watch event */
+	TS_CTL_TYPE_MAX,
+};
+
+enum ts_ctl_tag {
+	TS_T_VERSION = 1, /* u64 */
+	TS_T_PID,         /* u64 */
+	TS_T_ARG,         /* string, repeated in order */
+	TS_T_ENV,         /* string NAME=VALUE, repeated */
+	TS_T_CWD,         /* string */
+	TS_T_FLAGS,       /* u64 TS_SPAWN_* */
+	TS_T_PROC,        /* u64 process id given by init (1, 2, ...) */
+	TS_T_STATUS,      /* u64 wait status */
+	TS_T_SIGNAL,      /* u64 */
+	TS_T_CODE,        /* u64 positive errno */
+	TS_T_MSG,         /* string */
+	TS_T_STATE,       /* string "running" | "exited" */
+	TS_T_STARTED,     /* u64 ms since the epoch (CLOCK_REALTIME) */
+	TS_T_ENDED,       /* u64 */
+	TS_T_IDLE_MS,     /* u64 ms since the last activity (CLOCK_MONOTONIC) */
+	TS_T_ATTACHED,    /* u64 connected clients with a live attached process */
+	TS_T_OP,          /* u64 TS_FILE_* */
+	TS_T_PATH,        /* string, a path inside the sandbox */
+	TS_T_PATH2,       /* string, the second path (rename target) */
+	TS_T_OFFSET,      /* u64 */
+	TS_T_LENGTH,      /* u64 */
+	TS_T_DATA,        /* bytes */
+	TS_T_TYPE,        /* string "file" | "dir" | "symlink" | "other" */
+	TS_T_MODE,        /* u64 */
+	TS_T_SIZE,        /* u64 */
+	TS_T_MTIME,       /* u64 ms */
+	TS_T_UID,         /* u64 */
+	TS_T_GID,         /* u64 */
+	TS_T_TARGET,      /* string, symlink target */
+	TS_T_DEPTH,       /* u64 */
+	TS_T_EVENT,       /* string "create" | "write" | "remove" | "rename" | "chmod" */
+	TS_T_TAG_MAX,
+};
+
+/* TS_T_FLAGS of SPAWN */
+#define TS_SPAWN_PTY (1U << 0)    /* a pty; its master comes back with SPAWNED */
+#define TS_SPAWN_DETACH (1U << 1) /* background: output to the log, stdin /dev/null */
+#define TS_SPAWN_STDIO (1U << 2)  /* the request carries 3 fds: stdin, stdout, stderr */
+
+/* TS_T_OP of FILE */
+enum ts_file_op {
+	TS_FILE_READ = 1, /* {PATH, OFFSET, LENGTH}: FILE_DATA chunks, then END */
+	TS_FILE_WRITE,    /* {PATH, MODE}, then FILE_DATA chunks, then END: atomic replace */
+	TS_FILE_LIST,     /* {PATH, DEPTH}: FILE_ENTRY each, then END */
+	TS_FILE_STAT,     /* {PATH}: one FILE_ENTRY */
+	TS_FILE_MKDIR,    /* {PATH, MODE}: mkdir -p */
+	TS_FILE_REMOVE,   /* {PATH}: recursive, never following links */
+	TS_FILE_RENAME,   /* {PATH, PATH2} */
+	TS_FILE_WATCH,    /* {PATH, DEPTH}: FILE_EVENT until the client closes */
+};
+
+/* A message, received or being built. */
+struct ts_ctl_msg {
+	uint16_t type;
+	uint16_t flags;
+	uint32_t id;
+	uint8_t *data; /* payload */
+	size_t len, cap;
+	int fds[TS_CTL_MAX_FDS]; /* received: owned by the message until taken */
+	size_t n_fds;
+};
+
+/* Reset m to an empty message of the given type (keeps its buffer). */
+void ts_ctl_msg_init(struct ts_ctl_msg *m, uint16_t type, uint32_t id);
+
+/* Free the payload and close every fd still owned. */
+void ts_ctl_msg_free(struct ts_ctl_msg *m);
+
+/* Append a field. -E2BIG past TS_CTL_MAX_PAYLOAD, -ENOMEM. */
+int ts_ctl_put(struct ts_ctl_msg *m, uint16_t tag, const void *v, size_t len);
+int ts_ctl_put_str(struct ts_ctl_msg *m, uint16_t tag, const char *s);
+int ts_ctl_put_u64(struct ts_ctl_msg *m, uint16_t tag, uint64_t v);
+
+/* Walk the fields: *pos starts at 0. 1 and the field, 0 at the end, -EBADMSG. */
+int ts_ctl_next(const struct ts_ctl_msg *m, size_t *pos, uint16_t *tag, const uint8_t **v,
+		uint32_t *len);
+
+/* First field with the tag: u64 (exactly 8 bytes), or a string copied NUL-terminated into
+ * buf (refused when it holds a NUL byte or does not fit). -ENOENT when absent. */
+int ts_ctl_get_u64(const struct ts_ctl_msg *m, uint16_t tag, uint64_t *ret);
+int ts_ctl_get_str(const struct ts_ctl_msg *m, uint16_t tag, char *buf, size_t len);
+
+/* Send a whole message (blocking; retries short writes) with its fds. */
+int ts_ctl_send(int fd, const struct ts_ctl_msg *m, const int *fds, size_t n_fds);
+
+/*
+ * Incremental receiver for non-blocking sockets: feed it what recvmsg() returns.
+ * ts_ctl_conn_read reads once from fd and returns 1 when *out holds a whole message (the
+ * caller then owns it), 0 when more bytes are needed (or EAGAIN), -ECONNRESET on EOF,
+ * -EBADMSG/-E2BIG on a malformed message.
+ */
+struct ts_ctl_conn {
+	uint8_t hdr[TS_CTL_HDR_LEN];
+	size_t hdr_got;
+	struct ts_ctl_msg cur;
+	size_t body_got;
+	int fds[TS_CTL_MAX_FDS];
+	size_t n_fds;
+};
+void ts_ctl_conn_init(struct ts_ctl_conn *c);
+void ts_ctl_conn_free(struct ts_ctl_conn *c);
+int ts_ctl_conn_read(struct ts_ctl_conn *c, int fd, struct ts_ctl_msg *out);
+
+/* Blocking receive of one message (for clients). Same returns as ts_ctl_conn_read, never
+ * 0. */
+int ts_ctl_recv(int fd, struct ts_ctl_msg *out);
+
+/* Reply helpers (server side). */
+int ts_ctl_send_error(int fd, uint32_t id, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int ts_ctl_send_simple(int fd, uint16_t type, uint32_t id);

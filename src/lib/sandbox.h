@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Durable sandboxes: created once, started and stopped around the same workspace and
+ * upper layer, entered by exec. init (toren-sandbox-init --server) is PID 1 and the
+ * whole sandbox: no host process stays attached. The host talks to it over
+ * $ROOT/<id>/run/control.sock (see ctl.h); background output lands in $ROOT/<id>/logs/.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "policy.h"
+#include "store.h"
+
+struct ts_create_opts {
+	const char *name;            /* NULL: unnamed */
+	const char *workspace;       /* NULL: $ROOT/<id>/workspace */
+	const char *image;           /* NULL: the host image */
+	const char *policy_file;     /* NULL: the default policy only */
+	char **env;                  /* NAME or NAME=VALUE, NULL-terminated, may be NULL */
+	char **labels;               /* k=v, NULL-terminated, may be NULL */
+	long long ttl_ms;            /* < 0: the default (30 min); 0: none */
+	bool ttl_absolute;
+	pid_t owner_pid;             /* 0: none */
+	bool as_root;                /* processes as root by default */
+	unsigned long long memory_bytes, pids; /* 0: policy's */
+	double cpus;
+};
+
+/* Create the sandbox, record it, start it. rec is filled. 0 or -errno. */
+int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec,
+		      struct ts_error *err);
+
+/* Is the recorded init alive (and answering)? Updates rec->state when it is not. */
+bool ts_sandbox_running(struct ts_sandbox_rec *rec);
+
+/* Start a stopped sandbox around its workspace and upper layer (no-op if running). */
+int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err);
+
+/* Stop: SHUTDOWN to init (TERM, grace, KILL inside), then SIGKILL by pidfd if it is
+ * still there after grace_ms; wait until init is gone. Files stay. 0 when stopped. */
+int ts_sandbox_stop(struct ts_store *st, struct ts_sandbox_rec *rec, unsigned grace_ms,
+		    struct ts_error *err);
+
+/* Ask a running init how long it has been idle and whether a client is attached. */
+int ts_sandbox_query(const struct ts_sandbox_rec *rec, uint64_t *idle_ms, uint64_t *attached,
+		     struct ts_error *err);
+
+/* Connect to a running sandbox's control socket (HELLO done). Returns the fd or -errno. */
+int ts_sandbox_connect(const struct ts_sandbox_rec *rec, struct ts_error *err);

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The state of durable sandboxes: $TOREN_SANDBOX_ROOT/state.db (sqlite, WAL,
+ * synchronous=FULL), one row per sandbox. Every CLI process opens it, does its work in
+ * short transactions and closes it: there is no daemon holding it.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define TS_NAME_MAX 64
+
+struct ts_sandbox_rec {
+	char id[16];                 /* 12 lowercase hex */
+	char name[TS_NAME_MAX];      /* "" when unnamed; unique when set */
+	char dir[4096];              /* $ROOT/<id> */
+	char workspace[4096];        /* host directory bound at /home/user */
+	char *spec;                  /* JSON: what create was asked (image, policy, env, limits,
+				      * user...), enough to rebuild the sandbox on start; owned */
+	char *labels;                /* JSON object {"k": "v"}; owned; "{}" when none */
+	long long created_ms;        /* CLOCK_REALTIME ms */
+	long long started_ms;        /* last start, 0 when never */
+	long long last_activity_ms;  /* last command, file operation or attached process */
+	long long ttl_ms;            /* idle timeout; 0 = none */
+	bool ttl_absolute;           /* count ttl from created_ms instead of activity */
+	char state[16];              /* "running" | "stopped" as last recorded */
+	pid_t init_pid;              /* host pid of init while running, else 0 */
+	unsigned long long init_start; /* its start time (/proc/PID/stat field 22), against
+					* pid reuse */
+	pid_t owner_pid;             /* the process the sandbox belongs to, 0 = none */
+	unsigned long long owner_start;
+};
+
+struct ts_store;
+
+/* Open (creating the schema if needed) $root/state.db. 0 or -errno. */
+int ts_store_open(struct ts_store **ret, const char *root, struct ts_error *err);
+void ts_store_close(struct ts_store *s);
+
+/* Insert a new record: -EEXIST (err names it) when the id or the name is taken. */
+int ts_store_insert(struct ts_store *s, const struct ts_sandbox_rec *rec, struct ts_error *err);
+
+/* Replace the record with rec->id. -ENOENT when gone. */
+int ts_store_update(struct ts_store *s, const struct ts_sandbox_rec *rec, struct ts_error *err);
+
+/*
+ * Find by full id, by name, or by a unique id prefix (at least 1 character). -ENOENT
+ * ("no sandbox `x`"), -ENOTUNIQ ("`ab` matches 3 sandboxes: ..."). rec's owned strings
+ * are allocated; free with ts_sandbox_rec_free.
+ */
+int ts_store_get(struct ts_store *s, const char *ref, struct ts_sandbox_rec *rec,
+		 struct ts_error *err);
+
+/* Every record, oldest first. Free with ts_sandbox_recs_free. */
+int ts_store_list(struct ts_store *s, struct ts_sandbox_rec **ret, size_t *n,
+		  struct ts_error *err);
+
+/* Delete the record (not its files). -ENOENT when gone. */
+int ts_store_delete(struct ts_store *s, const char *id, struct ts_error *err);
+
+/* Set last_activity_ms = now for id (cheap, called on every command). */
+int ts_store_touch(struct ts_store *s, const char *id, struct ts_error *err);
+
+void ts_sandbox_rec_free(struct ts_sandbox_rec *rec);
+void ts_sandbox_recs_free(struct ts_sandbox_rec *recs, size_t n);
+
+/* Does the process pid still run with that start time? (pid reuse safe) */
+bool ts_proc_alive(pid_t pid, unsigned long long start);
+
+/* Start time (clock ticks since boot, /proc/PID/stat field 22) of pid, 0 if gone. */
+unsigned long long ts_proc_start_time(pid_t pid);
