@@ -54,13 +54,14 @@ def phases(ev):
         raise Missing("sandbox child or CMD")
 
     def find(pid, name, after, pred=lambda e: True, end=False, cont=False):
+        names = (name,) if isinstance(name, str) else name
         for k, e in enumerate(ev):
-            if e["pid"] == pid and e["name"] == name and e["cont"] == cont and pred(e):
+            if e["pid"] == pid and e["name"] in names and e["cont"] == cont and pred(e):
                 if end and e["dur"] is None and not cont:
                     # the call was interrupted by other events: its end is on the
                     # "[continued]" line that follows
                     c = next((x for x in ev[k + 1:] if x["pid"] == pid and x["cont"]
-                              and x["name"] == name and x["dur"] is not None), None)
+                              and x["name"] == e["name"] and x["dur"] is not None), None)
                     if c is None:
                         continue
                     t = c["ts"] + c["dur"]
@@ -68,7 +69,7 @@ def phases(ev):
                     t = e["ts"] + (e["dur"] or 0) if end else e["ts"]
                 if t >= after:
                     return t
-        raise Missing(f"{name} of pid {pid} after {after:.3f}")
+        raise Missing(f"{'/'.join(names)} of pid {pid} after {after:.3f}")
 
     # t0: the CLI's own execve (after an env/setpriv wrapper), else perf's start.
     execs = [e["ts"] for e in ev if e["pid"] == cli and e["name"] == "execve" and not e["cont"]]
@@ -79,16 +80,16 @@ def phases(ev):
         marks.append((label, when))
         return when
 
-    t = mark("CLI: exec, ld.so (libseccomp, libyaml, libjansson, libnettle), paths",
+    t = mark("CLI: exec, dynamic loading, paths",
              find(cli, "getrandom", t, lambda e: "len: 8" in e["call"]))
     t = mark("CLI: read + parse policy YAML, host check, id-map plan (passwd, subuid)",
              find(cli, "getrandom", t, lambda e: "len: 6" in e["call"]))
-    t = mark("CLI: sandbox dirs (4 mkdir, 3 chown), image-layer checks, read seccomp profile",
+    t = mark("CLI: per-sandbox dirs (mkdir, chown), image-layer checks, read seccomp profile",
              find(cli, "uname", t))
     t = mark("CLI: seccomp cache hit (SHA-256 of profile, libseccomp API probe, stat), "
-             "open BPF, socketpair", find(cli, "clone", t))
-    t = mark("CLI: fork the helper", find(helper, "execve", t))
-    t = mark("helper: exec, ld.so (libcap, libnl-3), parse args, pdeathsig",
+             "open BPF, socketpair", find(cli, ("clone", "clone3", "vfork"), t))
+    t = mark("CLI: fork/spawn the helper", find(helper, "execve", t))
+    t = mark("helper: exec (and dynamic loading, if linked so), parse args, pdeathsig",
              find(helper, "memfd_create", t))
     t = mark("helper: copy toren-sandbox-init into a sealed memfd, socketpair",
              find(helper, "clone", t, lambda e: "NEWUSER" in e["call"]))
@@ -101,7 +102,7 @@ def phases(ev):
         pass
     t = mark("helper: write id maps (or run newuidmap/newgidmap), cgroups if limits asked, send go",
              find(helper, "write", t, lambda e: "count: 1)" in e["call"]))
-    t = mark("child: wake, open host sources (13 fds), set ids, cgroup ns",
+    t = mark("child: wake, open host sources, set ids, cgroup ns",
              find(child, "mount", t))
     n_fs = sum(1 for e in ev if e["pid"] == child and e["name"] == "fsopen")
     t = mark(f"child: build the mount tree ({n_fs} new file systems + binds)",
@@ -113,7 +114,8 @@ def phases(ev):
     t = mark("child: seccomp filter load (TSYNC)", find(child, "seccomp", t - 1e-6, end=True))
     t = mark("child: execveat toren-sandbox-init from the memfd",
              find(child, "execveat", t, end=True))
-    t = mark("init: start (static binary), signalfd", find(child, "clone", t))
+    t = mark("init: start (static binary), signalfd",
+             find(child, ("clone", "vfork"), t))
     t = mark("init: fork CMD", find(cmd, "execve", t))
     t = mark("CMD: exec /bin/true (ld.so), run it", find(cmd, "exit_group", t))
     t = mark("init: reap, kill(-1), exit_group", find(child, "exit_group", t))

@@ -5,13 +5,14 @@
 # measured round-robin in one run. See bench/README.md.
 #
 # usage: bench/run-bench.sh [-n ROUNDS] [-w WARMUP] [-u USER] [-q SECONDS] [-r REV]
-#                           [--no-user] [--no-write]
+#                           [-b REV] [--no-user] [--no-write]
 #
 #   -n ROUNDS   timed runs of each command (default 100, at least 30)
 #   -w WARMUP   untimed rounds first (default 5)
 #   -u USER     the unprivileged user measured after root (default cloudsdk)
 #   -q SECONDS  first wait up to SECONDS for the 1-minute load average to drop below 0.5
 #   -r REV      measure commit REV, exported and built afresh (default: build/ as it is)
+#   -b REV      also measure commit REV (built the same way) in the same rounds: before/after
 #   --no-user   as root, measure root only
 #   --no-write  print the summary, leave bench/RESULTS.md alone
 #
@@ -32,6 +33,9 @@ PHASE=outer
 WORK=
 QUIET_WAIT=0
 REV=
+BASE_REV=
+BASE_TOREN=
+BASE_LABEL=
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -40,11 +44,14 @@ while [ $# -gt 0 ]; do
 	-u) BENCH_USER=$2; shift 2 ;;
 	-q) QUIET_WAIT=$2; shift 2 ;;
 	-r) REV=$2; shift 2 ;;
+	-b) BASE_REV=$2; shift 2 ;;
+	--base-toren) BASE_TOREN=$2; shift 2 ;;
+	--base-label) BASE_LABEL=$2; shift 2 ;;
 	--no-user) DO_USER=0; shift ;;
 	--no-write) DO_WRITE=0; shift ;;
 	--toren) TOREN=$2; shift 2 ;;
 	--phase) PHASE=$2; WORK=$3; shift 3 ;;
-	-h|--help) sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-bench.sh: unknown argument \`$1\`" >&2; exit 2 ;;
 	esac
 done
@@ -97,6 +104,9 @@ measure() {
 	cmds=$WORK/$who.cmds
 	{
 		printf 'toren-sandbox\t%s run -- /bin/true\n' "$TOREN"
+		if [ -n "$BASE_TOREN" ]; then
+			printf 'toren-sandbox at %s\t%s run -- /bin/true\n' "$BASE_LABEL" "$BASE_TOREN"
+		fi
 		printf 'bwrap\t%s\n' "$BWRAP_ARGS"
 		printf 'unshare\t%s\n' "$UNSHARE_ARGS"
 		# crun run removes the container when it exits; delete -f is the untimed backstop.
@@ -127,7 +137,7 @@ if [ "$PHASE" = all ]; then
 	if [ "$(id -u)" = 0 ] && [ "$DO_USER" = 1 ]; then
 		runuser -u "$BENCH_USER" -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp \
 			bash "$HERE/run-bench.sh" -n "$ROUNDS" -w "$WARMUP" --toren "$TOREN" \
-			--phase measure "$WORK"
+			--base-toren "$BASE_TOREN" --base-label "$BASE_LABEL" --phase measure "$WORK"
 	fi
 	exit 0
 fi
@@ -160,6 +170,12 @@ fi
 BUILD_DIR=$(dirname "$TOREN")
 BUILT=$(stat -c %y "$BUILD_DIR/toren-sandbox-helper" 2>/dev/null | cut -d. -f1)
 TOREN=$(snapshot_build "$TOREN" "$WORK")
+if [ -n "$BASE_REV" ]; then
+	BASE_LABEL=$(git -C "$REPO" rev-parse --short "$BASE_REV")
+	build_rev "$BASE_REV" "$WORK/base"
+	BASE_TOREN=$WORK/base/src/build/toren-sandbox
+	COMMIT_LINE="$COMMIT_LINE; \`toren-sandbox at $BASE_LABEL\`: clean export of \`$BASE_REV\`, built the same way, same state root"
+fi
 waited=0
 while [ "$waited" -lt "$QUIET_WAIT" ] &&
 	awk '{exit !($1 >= 0.5)}' /proc/loadavg; do
@@ -179,11 +195,11 @@ if [ -n "$(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null)" ] && [ "$
 	unshare -m --propagation private bash -c 'umount /sys/fs/cgroup/unified && exec "$@"' _ \
 		env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
 		bash "$HERE/run-bench.sh" -n "$ROUNDS" -w "$WARMUP" -u "$BENCH_USER" --toren "$TOREN" \
-		"${NOUSER[@]}" --phase all "$WORK"
+		--base-toren "$BASE_TOREN" --base-label "$BASE_LABEL" "${NOUSER[@]}" --phase all "$WORK"
 else
 	env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$HOME" \
 		bash "$HERE/run-bench.sh" -n "$ROUNDS" -w "$WARMUP" -u "$BENCH_USER" --toren "$TOREN" \
-		"${NOUSER[@]}" --phase all "$WORK"
+		--base-toren "$BASE_TOREN" --base-label "$BASE_LABEL" "${NOUSER[@]}" --phase all "$WORK"
 fi
 
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -199,7 +215,7 @@ DONE=
 	echo "- $COMMIT_LINE"
 	echo "- machine: $(nproc) CPUs \`$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\`, $(free -m | awk '/^Mem:/{print $2}') MiB RAM, kernel \`$(uname -r)\`, virtualisation \`$(systemd-detect-virt 2>/dev/null || echo unknown)\`$(grep -qw hypervisor /proc/cpuinfo && echo ' (hypervisor flag set)')"
 	echo "- $(. /etc/os-release && echo "$PRETTY_NAME"); $(bwrap --version); crun $(crun --version | awk 'NR==1{print $3}'); $(unshare --version | sed 's/unshare from //')"
-	echo "- $ROUNDS timed rounds after $WARMUP warm-up rounds; in each round every command runs once, round r starting with command r mod 5 (interleaved)"
+	echo "- $ROUNDS timed rounds after $WARMUP warm-up rounds; in each round every command runs once, round r starting with command r mod K for K commands (interleaved)"
 	echo "- time: CLOCK_MONOTONIC around posix_spawn + waitpid in \`bench/timer.c\` (no shell); \`baseline /bin/true\` is the cost of the measurement itself"
 	echo "- cgroups: $CGROUP_NOTE"
 	echo "- binaries: \`$BUILD_DIR\` as built $BUILT, copied aside before the run"

@@ -10,6 +10,8 @@
  * and the rest arrive through our signalfd with a non-zero sender pid, which we drop.
  *
  * Usage: toren-sandbox-init [--pty] [--] PROGRAM [ARG...]
+ *        toren-sandbox-init --server [--protect-pattern GLOB]...   (durable sandboxes,
+ *        see server.h)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,8 +30,11 @@
 #include "cleanup.h"
 #include "error.h"
 #include "pty.h"
+#include "server.h"
 #include "spawn.h"
 #include "util.h"
+
+#define TS_INIT_MAX_PATTERNS 256
 
 struct ts_init {
 	pid_t child;
@@ -145,6 +151,9 @@ int main(int argc, char **argv)
 {
 	struct ts_init in = { .sfd = -1, .stdin_open = true };
 	struct ts_error err = { 0 };
+	char *protect[TS_INIT_MAX_PATTERNS + 1] = { 0 };
+	size_t n_protect = 0;
+	bool server = false;
 	sigset_t mask;
 	int i = 1;
 
@@ -158,11 +167,37 @@ int main(int argc, char **argv)
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--pty"))
 			in.use_pty = true;
-		else if (!strcmp(argv[i], "--")) {
+		else if (!strcmp(argv[i], "--server"))
+			server = true;
+		else if (!strcmp(argv[i], "--protect-pattern") && i + 1 < argc) {
+			if (n_protect < TS_INIT_MAX_PATTERNS)
+				protect[n_protect++] = argv[++i];
+			else
+				i++;
+		} else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
 		} else
 			break;
+	}
+	if (server) {
+		struct ts_server_cfg cfg = { .listen_fd = 3,
+					     .logs_fd = 4,
+					     .protect_patterns = protect,
+					     .n_protect = n_protect };
+		struct stat st;
+
+		/* fd 3: the listening control socket, fd 4: the logs directory (helper
+		 * --control-fd/--logs-fd). Both ours alone. */
+		if (fstat(3, &st) < 0 || !S_ISSOCK(st.st_mode) || fstat(4, &st) < 0 ||
+		    !S_ISDIR(st.st_mode)) {
+			fprintf(stderr,
+				"toren-sandbox-init: --server needs the control socket as fd "
+				"3 and the logs directory as fd 4\n");
+			return 125;
+		}
+		fcntl(4, F_SETFD, FD_CLOEXEC);
+		return ts_server_run(&cfg);
 	}
 	if (i >= argc) {
 		fprintf(stderr, "usage: toren-sandbox-init [--pty] [--] PROGRAM [ARG...]\n");

@@ -13,6 +13,19 @@ static const struct {
 } commands[] = {
 	{ "run", ts_cmd_run, "run a command in a new sandbox" },
 	{ "doctor", ts_cmd_doctor, "check what the host gives the runtime, with fixes" },
+	{ "create", ts_cmd_create, "create and start a durable sandbox; prints its id" },
+	{ "start", ts_cmd_start, "start stopped sandboxes around their workspace" },
+	{ "stop", ts_cmd_stop, "stop sandboxes (every process ends; files stay)" },
+	{ "restart", ts_cmd_restart, "stop, then start" },
+	{ "exec", ts_cmd_exec, "run a command in a sandbox (-it for a terminal, -d detached)" },
+	{ "ps", ts_cmd_ps, "processes started through the runtime" },
+	{ "logs", ts_cmd_logs, "output of a background process (-f to follow)" },
+	{ "kill", ts_cmd_kill, "signal a process's whole process group" },
+	{ "ls", ts_cmd_ls, "list sandboxes (--json, --label k=v)" },
+	{ "inspect", ts_cmd_inspect, "one sandbox as JSON: state, times, timeout, spec, paths" },
+	{ "rm", ts_cmd_rm, "remove sandboxes (-f stops them, --purge deletes the workspace)" },
+	{ "reap", ts_cmd_reap, "stop sandboxes idle past their timeout or whose owner died" },
+	{ "cp", ts_cmd_cp, "copy files between the host and a sandbox (ID:PATH)" },
 };
 
 static void usage(FILE *f)

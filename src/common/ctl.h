@@ -29,18 +29,18 @@
 
 enum ts_ctl_type {
 	TS_CTL_HELLO = 1,  /* c->s {VERSION}; s->c {VERSION, PID, IDLE_MS, ATTACHED, STARTED} */
-	TS_CTL_OK,         /* s->c: the request succeeded (may carry fields) */
-	TS_CTL_ERROR,      /* s->c {CODE (positive errno), MSG} */
-	TS_CTL_SPAWN,      /* c->s {ARG..., ENV..., CWD, FLAGS} + fds; s->c SPAWNED */
-	TS_CTL_SPAWNED,    /* s->c {PROC, PID} + the pty master fd with TS_SPAWN_PTY */
-	TS_CTL_WAIT,       /* c->s {PROC}: reply EXITED when the process has exited */
-	TS_CTL_EXITED,     /* s->c {PROC, STATUS (wait status)} */
-	TS_CTL_SIGNAL,     /* c->s {PROC, SIGNAL}: to the process's whole group */
-	TS_CTL_PS,         /* c->s; s->c: one PS_ENTRY each, then END */
+	TS_CTL_OK,	   /* s->c: the request succeeded (may carry fields) */
+	TS_CTL_ERROR,	   /* s->c {CODE (positive errno), MSG} */
+	TS_CTL_SPAWN,	   /* c->s {ARG..., ENV..., CWD, FLAGS} + fds; s->c SPAWNED */
+	TS_CTL_SPAWNED,	   /* s->c {PROC, PID} + the pty master fd with TS_SPAWN_PTY */
+	TS_CTL_WAIT,	   /* c->s {PROC}: reply EXITED when the process has exited */
+	TS_CTL_EXITED,	   /* s->c {PROC, STATUS (wait status)} */
+	TS_CTL_SIGNAL,	   /* c->s {PROC, SIGNAL}: to the process's whole group */
+	TS_CTL_PS,	   /* c->s; s->c: one PS_ENTRY each, then END */
 	TS_CTL_PS_ENTRY,   /* {PROC, PID, STATE, STATUS, FLAGS, STARTED, ENDED, ARG...} */
-	TS_CTL_END,        /* s->c: end of a multi-message reply */
+	TS_CTL_END,	   /* s->c: end of a multi-message reply */
 	TS_CTL_SHUTDOWN,   /* c->s: end every process (TERM, grace, KILL), reply OK, exit */
-	TS_CTL_FILE,       /* c->s {OP, PATH, ...}: file operations, see TS_FILE_* */
+	TS_CTL_FILE,	   /* c->s {OP, PATH, ...}: file operations, see TS_FILE_* */
 	TS_CTL_FILE_DATA,  /* either way {DATA, OFFSET}: a chunk of a file */
 	TS_CTL_FILE_ENTRY, /* s->c {PATH, TYPE, MODE, SIZE, MTIME, UID, GID, TARGET} */
 	TS_CTL_FILE_EVENT, /* s->c {PATH, EVENT}: a watch event */
@@ -49,54 +49,54 @@ enum ts_ctl_type {
 
 enum ts_ctl_tag {
 	TS_T_VERSION = 1, /* u64 */
-	TS_T_PID,         /* u64 */
-	TS_T_ARG,         /* string, repeated in order */
-	TS_T_ENV,         /* string NAME=VALUE, repeated */
-	TS_T_CWD,         /* string */
-	TS_T_FLAGS,       /* u64 TS_SPAWN_* */
-	TS_T_PROC,        /* u64 process id given by init (1, 2, ...) */
-	TS_T_STATUS,      /* u64 wait status */
-	TS_T_SIGNAL,      /* u64 */
-	TS_T_CODE,        /* u64 positive errno */
-	TS_T_MSG,         /* string */
-	TS_T_STATE,       /* string "running" | "exited" */
-	TS_T_STARTED,     /* u64 ms since the epoch (CLOCK_REALTIME) */
-	TS_T_ENDED,       /* u64 */
-	TS_T_IDLE_MS,     /* u64 ms since the last activity (CLOCK_MONOTONIC) */
-	TS_T_ATTACHED,    /* u64 connected clients with a live attached process */
-	TS_T_OP,          /* u64 TS_FILE_* */
-	TS_T_PATH,        /* string, a path inside the sandbox */
-	TS_T_PATH2,       /* string, the second path (rename target) */
-	TS_T_OFFSET,      /* u64 */
-	TS_T_LENGTH,      /* u64 */
-	TS_T_DATA,        /* bytes */
-	TS_T_TYPE,        /* string "file" | "dir" | "symlink" | "other" */
-	TS_T_MODE,        /* u64 */
-	TS_T_SIZE,        /* u64 */
-	TS_T_MTIME,       /* u64 ms */
-	TS_T_UID,         /* u64 */
-	TS_T_GID,         /* u64 */
-	TS_T_TARGET,      /* string, symlink target */
-	TS_T_DEPTH,       /* u64 */
-	TS_T_EVENT,       /* string "create" | "write" | "remove" | "rename" | "chmod" */
+	TS_T_PID,	  /* u64 */
+	TS_T_ARG,	  /* string, repeated in order */
+	TS_T_ENV,	  /* string NAME=VALUE, repeated */
+	TS_T_CWD,	  /* string */
+	TS_T_FLAGS,	  /* u64 TS_SPAWN_* */
+	TS_T_PROC,	  /* u64 process id given by init (1, 2, ...) */
+	TS_T_STATUS,	  /* u64 wait status */
+	TS_T_SIGNAL,	  /* u64 */
+	TS_T_CODE,	  /* u64 positive errno */
+	TS_T_MSG,	  /* string */
+	TS_T_STATE,	  /* string "running" | "exited" */
+	TS_T_STARTED,	  /* u64 ms since the epoch (CLOCK_REALTIME) */
+	TS_T_ENDED,	  /* u64 */
+	TS_T_IDLE_MS,	  /* u64 ms since the last activity (CLOCK_MONOTONIC) */
+	TS_T_ATTACHED,	  /* u64 connected clients with a live attached process */
+	TS_T_OP,	  /* u64 TS_FILE_* */
+	TS_T_PATH,	  /* string, a path inside the sandbox */
+	TS_T_PATH2,	  /* string, the second path (rename target) */
+	TS_T_OFFSET,	  /* u64 */
+	TS_T_LENGTH,	  /* u64 */
+	TS_T_DATA,	  /* bytes */
+	TS_T_TYPE,	  /* string "file" | "dir" | "symlink" | "other" */
+	TS_T_MODE,	  /* u64 */
+	TS_T_SIZE,	  /* u64 */
+	TS_T_MTIME,	  /* u64 ms */
+	TS_T_UID,	  /* u64 */
+	TS_T_GID,	  /* u64 */
+	TS_T_TARGET,	  /* string, symlink target */
+	TS_T_DEPTH,	  /* u64 */
+	TS_T_EVENT,	  /* string "create" | "write" | "remove" | "rename" | "chmod" */
 	TS_T_TAG_MAX,
 };
 
 /* TS_T_FLAGS of SPAWN */
-#define TS_SPAWN_PTY (1U << 0)    /* a pty; its master comes back with SPAWNED */
+#define TS_SPAWN_PTY (1U << 0)	  /* a pty; its master comes back with SPAWNED */
 #define TS_SPAWN_DETACH (1U << 1) /* background: output to the log, stdin /dev/null */
 #define TS_SPAWN_STDIO (1U << 2)  /* the request carries 3 fds: stdin, stdout, stderr */
 
 /* TS_T_OP of FILE */
 enum ts_file_op {
 	TS_FILE_READ = 1, /* {PATH, OFFSET, LENGTH}: FILE_DATA chunks, then END */
-	TS_FILE_WRITE,    /* {PATH, MODE}, then FILE_DATA chunks, then END: atomic replace */
-	TS_FILE_LIST,     /* {PATH, DEPTH}: FILE_ENTRY each, then END */
-	TS_FILE_STAT,     /* {PATH}: one FILE_ENTRY */
-	TS_FILE_MKDIR,    /* {PATH, MODE}: mkdir -p */
-	TS_FILE_REMOVE,   /* {PATH}: recursive, never following links */
-	TS_FILE_RENAME,   /* {PATH, PATH2} */
-	TS_FILE_WATCH,    /* {PATH, DEPTH}: FILE_EVENT until the client closes */
+	TS_FILE_WRITE,	  /* {PATH, MODE}, then FILE_DATA chunks, then END: atomic replace */
+	TS_FILE_LIST,	  /* {PATH, DEPTH}: FILE_ENTRY each, then END */
+	TS_FILE_STAT,	  /* {PATH}: one FILE_ENTRY */
+	TS_FILE_MKDIR,	  /* {PATH, MODE}: mkdir -p */
+	TS_FILE_REMOVE,	  /* {PATH}: recursive, never following links */
+	TS_FILE_RENAME,	  /* {PATH, PATH2} */
+	TS_FILE_WATCH,	  /* {PATH, DEPTH}: FILE_EVENT until the client closes */
 };
 
 /* A message, received or being built. */

@@ -133,9 +133,10 @@ static void usage(void)
 	      "  --mqueue DEST --protect DEST --remount-ro DEST\n"
 	      "  --uid-map 'IN OUT COUNT' --gid-map 'IN OUT COUNT' --newidmap --uid N --gid N\n"
 	      "  --hostname NAME --chdir DIR --setenv NAME VALUE\n"
-	      "  --seccomp FD --sync-fd FD --control-fd FD\n"
+	      "  --seccomp FD --sync-fd FD --control-fd FD --logs-fd FD\n"
 	      "  --rlimit NAME=SOFT[:HARD] --cgroup NAME --cgroup-memory BYTES\n"
 	      "  --cgroup-pids N --cgroup-cpu-quota USEC --die-with-parent --detach\n"
+	      "  --argv0 NAME\n"
 	      "  --help --version\n",
 	      stdout);
 }
@@ -151,7 +152,7 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->uid = 1000;
 	ctx->gid = 1000;
-	ctx->seccomp_fd = ctx->sync_fd = ctx->control_fd = -EBADF;
+	ctx->seccomp_fd = ctx->sync_fd = ctx->control_fd = ctx->logs_fd = -EBADF;
 
 #define NEED(n)                                                                                    \
 	do {                                                                                       \
@@ -294,6 +295,10 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			NEED(1);
 			if ((r = parse_fd(argv[++i], &ctx->control_fd, err)) < 0)
 				return r;
+		} else if (!strcmp(a, "--logs-fd")) {
+			NEED(1);
+			if ((r = parse_fd(argv[++i], &ctx->logs_fd, err)) < 0)
+				return r;
 		} else if (!strcmp(a, "--rlimit")) {
 			NEED(1);
 			if ((r = parse_rlimit(argv[++i], ctx, err)) < 0)
@@ -353,6 +358,9 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			ctx->envp = envp;
 			envp[ctx->n_env] = entry;
 			envp[++ctx->n_env] = NULL;
+		} else if (!strcmp(a, "--argv0")) {
+			NEED(1);
+			ctx->argv0 = argv[++i];
 		} else if (!strcmp(a, "--die-with-parent")) {
 			ctx->die_with_parent = true;
 		} else if (!strcmp(a, "--detach")) {
@@ -373,6 +381,8 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	for (size_t k = 0; k < ctx->n_ops; k++)
 		if ((r = check_dest("mount", ctx->ops[k].dest, err)) < 0)
 			return r;
+	if (ctx->logs_fd >= 0 && ctx->control_fd < 0)
+		return ts_err(err, -EINVAL, "--logs-fd needs --control-fd");
 	if (ctx->n_uid_map == 0 || ctx->n_gid_map == 0)
 		return ts_err(err, -EINVAL, "--uid-map and --gid-map are required");
 	return 0;

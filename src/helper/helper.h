@@ -89,6 +89,7 @@ struct ts_helper_ctx {
 	int seccomp_fd; /* BPF program (struct sock_filter[]) or -1 */
 	int sync_fd;	/* report channel to the caller or -1 */
 	int control_fd; /* becomes fd 3 of the program, or -1 */
+	int logs_fd;	/* becomes fd 4 (with control_fd), or -1 */
 	bool die_with_parent;
 	bool detach; /* exit after reporting instead of waiting for init */
 
@@ -99,6 +100,9 @@ struct ts_helper_ctx {
 	char **envp; /* the program's whole environment (--setenv), NULL-terminated */
 	size_t n_env;
 	char **argv; /* the program to execute as PID 1 */
+	/* --argv0: what the program sees as argv[0] (its host path is not the sandbox's
+	 * business) */
+	const char *argv0;
 };
 
 /* Parse argv into ctx (allocates ctx->ops). Returns 0 or -EINVAL with err set. */

@@ -89,7 +89,8 @@ static int move_high(int *fd, struct ts_error *err)
 static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int sync_sock,
 		      int prog_fd, bool setuid_mode, struct ts_error *err)
 {
-	int keep[3] = { sync_sock, prog_fd, ctx->seccomp_fd };
+	int keep[3] = { sync_sock, prog_fd, ctx->seccomp_fd }, pass[2];
+	size_t n_pass = 0;
 	uid_t uid;
 	gid_t gid;
 	int r;
@@ -149,7 +150,11 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	 * push input to the host's shell (CVE-2017-5226). */
 	if (setsid() < 0)
 		return ts_err_errno(err, -errno, "setsid");
-	r = ts_proc_close_fds(ctx->control_fd, keep, ctx->seccomp_fd >= 0 ? 3 : 2, err);
+	pass[n_pass] = ctx->control_fd;
+	n_pass += ctx->control_fd >= 0;
+	pass[n_pass] = ctx->logs_fd;
+	n_pass += ctx->control_fd >= 0 && ctx->logs_fd >= 0;
+	r = ts_proc_close_fds(pass, n_pass, keep, ctx->seccomp_fd >= 0 ? 3 : 2, err);
 	if (r < 0)
 		return r;
 	r = ts_caps_drop_bounding(err);
@@ -173,6 +178,9 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	r = ts_proc_set_rlimits(ctx, err);
 	if (r < 0)
 		return r;
+	/* the program was opened by its host path already; inside it gets a neutral name */
+	if (ctx->argv0)
+		ctx->argv[0] = (char *)ctx->argv0;
 	return ts_proc_exec(prog_fd, ctx->argv, ctx->envp, err);
 }
 
@@ -256,7 +264,8 @@ int main(int argc, char **argv)
 		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
 	}
-	if ((r = move_high(&ctx.sync_fd, &err)) < 0 || (r = move_high(&ctx.seccomp_fd, &err)) < 0) {
+	if ((r = move_high(&ctx.sync_fd, &err)) < 0 || (r = move_high(&ctx.seccomp_fd, &err)) < 0 ||
+	    (r = move_high(&ctx.control_fd, &err)) < 0 || (r = move_high(&ctx.logs_fd, &err)) < 0) {
 		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
 	}

@@ -74,32 +74,25 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
-int ts_proc_close_fds(int control_fd, const int *keep, size_t n_keep, struct ts_error *err)
+int ts_proc_close_fds(const int *pass, size_t n_pass, const int *keep, size_t n_keep,
+		      struct ts_error *err)
 {
 	int sorted[8];
 	unsigned int next;
 
-	if (n_keep > ELEMENTSOF(sorted))
+	if (n_keep > ELEMENTSOF(sorted) || n_pass > 8)
 		return ts_err(err, -E2BIG, "too many fds to keep");
-	if (control_fd >= 0 && control_fd != TS_HELPER_CONTROL_FD) {
-		for (size_t i = 0; i < n_keep; i++)
-			if (keep[i] == TS_HELPER_CONTROL_FD)
-				return ts_err(err, -EINVAL, "fd %d is reserved for control",
-					      TS_HELPER_CONTROL_FD);
-		if (dup2(control_fd, TS_HELPER_CONTROL_FD) < 0)
-			return ts_err_errno(err, -errno, "move control fd");
-	} else if (control_fd == TS_HELPER_CONTROL_FD) {
-		/* dup2 would have cleared close-on-exec; do it by hand: init owns this fd. */
-		int fl = fcntl(TS_HELPER_CONTROL_FD, F_GETFD);
-
-		if (fl < 0 || fcntl(TS_HELPER_CONTROL_FD, F_SETFD, fl & ~FD_CLOEXEC) < 0)
-			return ts_err_errno(err, -errno, "keep control fd");
-	}
+	/* The caller moved every fd here to 10 and above, so these dup2s clobber nothing we
+	 * still need. dup2 leaves the new fd inheritable: it is for the program. */
+	for (size_t i = 0; i < n_pass; i++)
+		if (dup2(pass[i], TS_HELPER_CONTROL_FD + (int)i) < 0)
+			return ts_err_errno(err, -errno, "pass fd %d as %d", pass[i],
+					    TS_HELPER_CONTROL_FD + (int)i);
 	memcpy(sorted, keep, n_keep * sizeof(int));
 	qsort(sorted, n_keep, sizeof(int), cmp_int);
 	/* Everything else goes: an inherited directory fd would be a way out of the new
 	 * root (CVE-2024-21626). */
-	next = control_fd >= 0 ? TS_HELPER_CONTROL_FD + 1 : 3;
+	next = TS_HELPER_CONTROL_FD + (unsigned int)n_pass;
 	for (size_t i = 0; i < n_keep; i++) {
 		if (sorted[i] < (int)next)
 			continue;

@@ -20,11 +20,13 @@ int ts_proc_set_ids(uid_t uid, gid_t gid, struct ts_error *err);
 int ts_proc_set_rlimits(const struct ts_helper_ctx *ctx, struct ts_error *err);
 
 /*
- * Leave only fds 0-2, the control fd (moved to TS_HELPER_CONTROL_FD, inheritable) and the
- * n_keep fds in keep (at most 8; they must be close-on-exec so the program never sees
- * them).
+ * Leave only fds 0-2, the n_pass fds in pass (moved to 3, 4, ... and inheritable: the
+ * control socket and the logs directory of a durable sandbox) and the n_keep fds in keep
+ * (at most 8; close-on-exec, so the program never sees them). Every fd given must be 10
+ * or above.
  */
-int ts_proc_close_fds(int control_fd, const int *keep, size_t n_keep, struct ts_error *err);
+int ts_proc_close_fds(const int *pass, size_t n_pass, const int *keep, size_t n_keep,
+		      struct ts_error *err);
 
 /* execveat() the program memfd with envp (the --setenv list; the helper's own environment
  * never reaches the sandbox). Returns only on error. */

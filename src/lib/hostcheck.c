@@ -243,7 +243,7 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 		snprintf(c->detail, sizeof(c->detail), "filter mode available");
 	}
 
-	ts_idmap_plan(&plan, NULL);
+	ts_idmap_plan(&plan, true, NULL);
 	c = add(out, max, &n, "subordinate ids", TS_CHECK_OK);
 	if (c) {
 		if (!strcmp(plan.mode, "single")) {

@@ -84,17 +84,22 @@ static void user_range(struct ts_idmap_line_plan *l, size_t *n, unsigned long se
 	add(l, n, 1001, start + 1000, rest);
 }
 
-int ts_idmap_plan(struct ts_idmap_plan *p, struct ts_error *err)
+int ts_idmap_plan(struct ts_idmap_plan *p, bool want_root, struct ts_error *err)
 {
 	unsigned long uid = getuid(), gid = getgid(), total, us, uc, gs, gc;
-	struct passwd *pw = getpwuid((uid_t)uid);
-	const char *name = pw ? pw->pw_name : NULL;
+	struct passwd *pw;
+	const char *name = NULL;
 	bool initial, ginitial;
 
 	memset(p, 0, sizeof(*p));
 	own_map("/proc/self/uid_map", &total, &initial);
 	own_map("/proc/self/gid_map", &total, &ginitial);
 
+	/* the user name (an NSS lookup) only where /etc/subuid will be searched */
+	if (uid == 0 ? initial && ginitial : want_root) {
+		pw = getpwuid((uid_t)uid);
+		name = pw ? pw->pw_name : NULL;
+	}
 	if (uid == 0 && initial && ginitial) {
 		unsigned long base = TS_ROOT_IDMAP_BASE, gbase = TS_ROOT_IDMAP_BASE;
 
@@ -113,7 +118,7 @@ int ts_idmap_plan(struct ts_idmap_plan *p, struct ts_error *err)
 		p->mode = "root-range";
 		return 0;
 	}
-	if (uid != 0 && access("/usr/bin/newuidmap", X_OK) == 0 &&
+	if (uid != 0 && want_root && access("/usr/bin/newuidmap", X_OK) == 0 &&
 	    access("/usr/bin/newgidmap", X_OK) == 0 &&
 	    ts_subid_lookup("/etc/subuid", name, uid, 2000, &us, &uc) == 0 &&
 	    ts_subid_lookup("/etc/subgid", name, uid, 2000, &gs, &gc) == 0) {

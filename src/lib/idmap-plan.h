@@ -12,8 +12,9 @@
  *
  *  - ordinary user, no subordinate ids:  `1000 <uid> 1` (the sandbox `user` is you; there
  *    is no root inside);
- *  - ordinary user with /etc/subuid and /etc/subgid ranges and newuidmap: inside 0..999
- *    and 1001.. come from the range, 1000 is you (workspace files stay yours);
+ *  - ordinary user asking for a root inside (--user root), with /etc/subuid and
+ *    /etc/subgid ranges and newuidmap: inside 0..999 and 1001.. come from the range, 1000
+ *    is you (workspace files stay yours);
  *  - root in the initial namespace: inside 0..65535 is an unprivileged host range (root's
  *    own /etc/subuid entry, else TS_ROOT_IDMAP_BASE), never host uid 0;
  *  - root inside a user namespace with one id (e.g. `unshare -r`): `1000 0 1`, which the
@@ -40,8 +41,13 @@ struct ts_idmap_plan {
 	const char *mode; /* "single", "subid" or "root-range": for doctor/inspect */
 };
 
-/* Decide the plan for the calling process. 0 or -errno. */
-int ts_idmap_plan(struct ts_idmap_plan *p, struct ts_error *err);
+/*
+ * Decide the plan for the calling process. An ordinary user gets the subordinate range
+ * only when want_root (a root inside is asked for): newuidmap and newgidmap are two
+ * setuid executions on every start, and the sandbox `user` needs only the caller's id.
+ * 0 or -errno.
+ */
+int ts_idmap_plan(struct ts_idmap_plan *p, bool want_root, struct ts_error *err);
 
 /*
  * Look up the subordinate range of `name` (or of the numeric `uid`) in a subid file

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -34,6 +35,8 @@
 /* fds the helper receives, at fixed numbers so the command line can name them. */
 #define TS_FD_SECCOMP 10
 #define TS_FD_SYNC 11
+#define TS_FD_CONTROL 12
+#define TS_FD_LOGS 13
 
 #define TS_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define TS_PROTECT_MAX_ENTRIES 1000000
@@ -55,10 +58,17 @@ struct ts_prepared {
 	bool setuid_helper;
 	bool upper;	  /* overlay with a per-sandbox upper layer */
 	bool dir_created; /* $ROOT/<id> was made and must go */
+	int listen_fd;	  /* durable: the control socket init will own */
+	int logs_fd;	  /* durable: $ROOT/<id>/logs */
 };
 
 static void prepared_free(struct ts_prepared *p)
 {
+	if (p->listen_fd >= 0)
+		close(p->listen_fd);
+	if (p->logs_fd >= 0)
+		close(p->logs_fd);
+	p->listen_fd = p->logs_fd = -EBADF;
 	ts_strv_free(p->protected);
 	p->protected = NULL;
 	ts_strv_clear(&p->argv);
@@ -310,6 +320,22 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		r |= ts_strv_push(a, "--sync-fd");
 		r |= ts_strv_pushf(a, "%d", TS_FD_SYNC);
 	}
+	if (o->durable_id) {
+		/* init outlives us: no parent-death signal, and its channels to the host */
+		r |= ts_strv_push(a, "--detach");
+		r |= ts_strv_push(a, "--control-fd");
+		r |= ts_strv_pushf(a, "%d", TS_FD_CONTROL);
+		r |= ts_strv_push(a, "--logs-fd");
+		r |= ts_strv_pushf(a, "%d", TS_FD_LOGS);
+		r |= ts_strv_push(a, "--");
+		r |= ts_strv_push(a, p->paths.init);
+		r |= ts_strv_push(a, "--server");
+		for (size_t i = 0; i < pol->n_protected; i++) {
+			r |= ts_strv_push(a, "--protect-pattern");
+			r |= ts_strv_push(a, pol->protected_patterns[i]);
+		}
+		return r ? ts_err(err, -ENOMEM, "build helper command line") : 0;
+	}
 	r |= ts_strv_push(a, "--die-with-parent");
 	r |= ts_strv_push(a, "--");
 	r |= ts_strv_push(a, p->paths.init);
@@ -358,6 +384,54 @@ static int chown_for_sandbox(const char *path, unsigned long uid, unsigned long 
 	return 0;
 }
 
+int ts_unix_addr(struct sockaddr_un *sa, const char *dir, int dirfd, const char *name)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", dir, name) <
+	    sizeof(sa->sun_path))
+		return 0;
+	/* too long for sun_path: name the directory through our own fd instead */
+	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", dirfd,
+			     name) < sizeof(sa->sun_path))
+		return 0;
+	return -ENAMETOOLONG;
+}
+
+/* run/ with the listening control socket, and logs/, for init to take over. */
+static int prepare_durable(struct ts_prepared *p, struct ts_error *err)
+{
+	_cleanup_close_ int runfd = -EBADF;
+	struct sockaddr_un sa;
+	char run[4200], logs[4200];
+	int r;
+
+	snprintf(run, sizeof(run), "%s/run", p->dir);
+	snprintf(logs, sizeof(logs), "%s/logs", p->dir);
+	if ((mkdir(run, 0700) < 0 && errno != EEXIST) || (mkdir(logs, 0700) < 0 && errno != EEXIST))
+		return ts_err_errno(err, -errno, "create `%s/{run,logs}`", p->dir);
+	/* init, as the sandbox's user, creates the log files */
+	r = chown_for_sandbox(logs, p->idmap.user_uid, p->idmap.user_gid, err);
+	if (r < 0)
+		return r;
+	runfd = open(run, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	p->logs_fd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (runfd < 0 || p->logs_fd < 0)
+		return ts_err_errno(err, -errno, "open `%s/{run,logs}`", p->dir);
+	/* a socket left by an init that died: nobody listens on it any more */
+	unlinkat(runfd, "control.sock", 0);
+	r = ts_unix_addr(&sa, run, runfd, "control.sock");
+	if (r < 0)
+		return ts_err(err, r, "control socket path too long");
+	p->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (p->listen_fd < 0)
+		return ts_err_errno(err, -errno, "socket");
+	if (bind(p->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(p->listen_fd, 64) < 0)
+		return ts_err_errno(err, -errno, "listen on `%s/control.sock`", run);
+	return 0;
+}
+
 static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
 	_cleanup_close_ int wsfd = -EBADF;
@@ -373,12 +447,7 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	 * ones are forbidden; it refuses cgroups, so limits fall back to rlimits. */
 	p->setuid_helper = stat(p->paths.helper, &hst) == 0 && (hst.st_mode & S_ISUID) &&
 			   hst.st_uid == 0 && getuid() != 0;
-	if (!p->setuid_helper) {
-		r = ts_hostcheck_preflight(err);
-		if (r < 0)
-			return r;
-	}
-	r = ts_idmap_plan(&p->idmap, err);
+	r = ts_idmap_plan(&p->idmap, o->as_root, err);
 	if (r < 0)
 		return r;
 	if (o->as_root && !p->idmap.has_root)
@@ -388,34 +457,40 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 			"to /etc/subuid and /etc/subgid for this user, see "
 			"`toren-sandbox doctor`",
 			p->idmap.mode);
-	r = ts_id_new(p->id, err);
-	if (r < 0)
-		return r;
+	if (o->durable_id) {
+		snprintf(p->id, sizeof(p->id), "%s", o->durable_id);
+	} else {
+		r = ts_id_new(p->id, err);
+		if (r < 0)
+			return r;
+	}
 	if (ts_path_join(p->dir, sizeof(p->dir), p->paths.root, p->id) < 0)
 		return ts_err(err, -ENAMETOOLONG, "sandbox path too long");
-	/* An upper layer only where the root must take writes (root inside) or get mount
-	 * points for extra binds; a read-only root needs no per-sandbox directory at all
-	 * unless the workspace is a fresh one. */
-	p->upper = o->as_root || o->policy->n_ro_binds > 0;
+	/* An upper layer only where the root must take writes (root inside), get mount
+	 * points for extra binds, or outlive a stop (durable sandboxes); a read-only root
+	 * needs no per-sandbox directory at all unless the workspace is a fresh one. */
+	p->upper = o->as_root || o->policy->n_ro_binds > 0 || o->durable_id;
 	if (!p->upper && o->workspace)
 		goto dirs_done;
-	if (mkdir(p->dir, 0700) < 0)
+	if (mkdir(p->dir, 0700) < 0 && !(o->durable_id && errno == EEXIST))
 		return ts_err_errno(err, -errno, "create `%s`", p->dir);
-	p->dir_created = true;
+	p->dir_created = !o->durable_id;
 	if (!p->upper)
 		goto dirs_done;
 	/* upper and work belong to the sandbox's user, so that overlay creates what it
 	 * creates on the sandbox's behalf as the caller's own files. */
 	snprintf(sub, sizeof(sub), "%s/upper", p->dir);
-	if (mkdir(sub, 0755) < 0)
+	if (mkdir(sub, 0755) == 0)
+		r = chown_for_sandbox(sub, p->idmap.user_uid, p->idmap.user_gid, err);
+	else if (errno != EEXIST || !o->durable_id)
 		return ts_err_errno(err, -errno, "create `%s`", sub);
-	r = chown_for_sandbox(sub, p->idmap.user_uid, p->idmap.user_gid, err);
 	if (r < 0)
 		return r;
 	snprintf(sub, sizeof(sub), "%s/work", p->dir);
-	if (mkdir(sub, 0700) < 0)
+	if (mkdir(sub, 0700) == 0)
+		r = chown_for_sandbox(sub, p->idmap.user_uid, p->idmap.user_gid, err);
+	else if (errno != EEXIST || !o->durable_id)
 		return ts_err_errno(err, -errno, "create `%s`", sub);
-	r = chown_for_sandbox(sub, p->idmap.user_uid, p->idmap.user_gid, err);
 	if (r < 0)
 		return r;
 	/* Mount points for extra binds are made here, as the caller, in the upper layer:
@@ -482,10 +557,18 @@ dirs_done:
 	} else {
 		if (ts_path_join(p->workspace, sizeof(p->workspace), p->dir, "workspace") < 0)
 			return ts_err(err, -ENAMETOOLONG, "workspace path too long");
-		if (mkdir(p->workspace, 0755) < 0)
+		if (mkdir(p->workspace, 0755) == 0) {
+			r = chown_for_sandbox(p->workspace, p->idmap.user_uid, p->idmap.user_gid,
+					      err);
+			if (r < 0)
+				return r;
+		} else if (errno != EEXIST || !o->durable_id) {
 			return ts_err_errno(err, -errno, "create `%s`", p->workspace);
+		}
 		p->fresh_workspace = true;
-		r = chown_for_sandbox(p->workspace, p->idmap.user_uid, p->idmap.user_gid, err);
+	}
+	if (o->durable_id) {
+		r = prepare_durable(p, err);
 		if (r < 0)
 			return r;
 	}
@@ -533,8 +616,20 @@ static void print_dry_run(const struct ts_prepared *p)
 	printf(" %d<%s\n", TS_FD_SECCOMP, q);
 }
 
+/* The helper could not create the namespaces: say why in the host's terms, with the fix
+ * (the checks cost a few reads, so they run only when needed). */
+static void explain_failure(const struct ts_prepared *p, struct ts_error *err)
+{
+	struct ts_error why = { 0 };
+
+	if (!p->setuid_helper && strstr(err->msg, "create namespaces") &&
+	    ts_hostcheck_preflight(&why) < 0)
+		*err = why;
+}
+
 /* Start the helper; returns its pid and init's pidfd once the sandbox runs. */
-static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, struct ts_error *err)
+static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, pid_t *ret_init,
+			struct ts_error *err)
 {
 	_cleanup_close_ int bpf = -EBADF;
 	int sp[2], r;
@@ -570,6 +665,14 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, s
 		posix_spawnattr_init(&attr);
 		posix_spawn_file_actions_adddup2(&fa, bpf, TS_FD_SECCOMP);
 		posix_spawn_file_actions_adddup2(&fa, sp[1], TS_FD_SYNC);
+		if (p->listen_fd >= 0) {
+			/* a durable init keeps nothing of ours: not our terminal, not the pipe
+			 * our caller reads our output from */
+			posix_spawn_file_actions_adddup2(&fa, p->listen_fd, TS_FD_CONTROL);
+			posix_spawn_file_actions_adddup2(&fa, p->logs_fd, TS_FD_LOGS);
+			for (int k = 0; k < 3; k++)
+				posix_spawn_file_actions_addopen(&fa, k, "/dev/null", O_RDWR, 0);
+		}
 		/* Our own process group: the terminal's signals reach the CLI, which forwards
 		 * them once (not twice). */
 		posix_spawnattr_setpgroup(&attr, 0);
@@ -605,6 +708,7 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, s
 			      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 	}
 	*ret_pidfd = -1;
+	*ret_init = rep.pid;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			memcpy(ret_pidfd, CMSG_DATA(c), sizeof(int));
@@ -704,10 +808,11 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 	struct ts_prepared p;
 	struct termios saved;
 	bool raw = false;
-	pid_t helper = -1;
+	pid_t helper = -1, init_pid = 0;
 	int pidfd = -1, r;
 
 	memset(&p, 0, sizeof(p));
+	p.listen_fd = p.logs_fd = -EBADF;
 	r = prepare(&p, o, err);
 	if (r < 0)
 		goto out;
@@ -729,7 +834,9 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 		cfmakeraw(&rawt);
 		raw = tcsetattr(STDIN_FILENO, TCSANOW, &rawt) == 0;
 	}
-	r = spawn_helper(&p, &helper, &pidfd, err);
+	r = spawn_helper(&p, &helper, &pidfd, &init_pid, err);
+	if (r < 0)
+		explain_failure(&p, err);
 	if (r >= 0) {
 		supervise(helper, pidfd, o->policy->timeout_ms, ret_status);
 		if (pidfd >= 0)
@@ -739,6 +846,34 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 out:
 	cleanup(&p, o);
+	prepared_free(&p);
+	return r < 0 ? r : 0;
+}
+
+int ts_launch_durable(const struct ts_run_opts *o, pid_t *ret_init_pid, struct ts_error *err)
+{
+	struct ts_prepared p;
+	pid_t helper = -1;
+	int pidfd = -1, status, r;
+
+	memset(&p, 0, sizeof(p));
+	p.listen_fd = p.logs_fd = -EBADF;
+	r = prepare(&p, o, err);
+	if (r >= 0) {
+		for (size_t i = 0; i < p.warnings.n; i++)
+			if (o->verbose || !strstr(p.warnings.v[i], "enforced as"))
+				fprintf(stderr, "toren-sandbox: warning: %s\n", p.warnings.v[i]);
+		r = spawn_helper(&p, &helper, &pidfd, ret_init_pid, err);
+		if (r < 0)
+			explain_failure(&p, err);
+	}
+	if (r >= 0) {
+		/* --detach: the helper exits once init runs; init is re-parented */
+		while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
+			;
+		if (pidfd >= 0)
+			close(pidfd);
+	}
 	prepared_free(&p);
 	return r < 0 ? r : 0;
 }

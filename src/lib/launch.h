@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "error.h"
 #include "policy.h"
@@ -25,6 +26,9 @@ struct ts_run_opts {
 	bool keep;			/* keep the fresh workspace and upper dir */
 	bool dry_run;			/* print the helper command line and exit */
 	bool verbose;
+	/* durable sandboxes (sandbox.c): build around $ROOT/<durable_id>, keep everything,
+	 * start init as a server (no command) and let it run on with no host process */
+	const char *durable_id;
 };
 
 /* Exit statuses of `run` besides the command's own. */
@@ -38,3 +42,15 @@ struct ts_run_opts {
  * be prepared or started.
  */
 int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err);
+
+/*
+ * Start the init of the durable sandbox o->durable_id (its directories are made when
+ * missing, kept otherwise): init listens on $ROOT/<id>/run/control.sock and writes
+ * background output to $ROOT/<id>/logs/. Returns once init runs, with its host pid.
+ */
+int ts_launch_durable(const struct ts_run_opts *o, pid_t *ret_init_pid, struct ts_error *err);
+
+/* Fill a sockaddr_un for dir/name, through /proc/self/fd/DIRFD when the path is too long
+ * for sun_path. dirfd must stay open while the address is used. 0 or -ENAMETOOLONG. */
+struct sockaddr_un;
+int ts_unix_addr(struct sockaddr_un *sa, const char *dir, int dirfd, const char *name);

@@ -17,16 +17,16 @@
 #include "store.h"
 
 struct ts_create_opts {
-	const char *name;            /* NULL: unnamed */
-	const char *workspace;       /* NULL: $ROOT/<id>/workspace */
-	const char *image;           /* NULL: the host image */
-	const char *policy_file;     /* NULL: the default policy only */
-	char **env;                  /* NAME or NAME=VALUE, NULL-terminated, may be NULL */
-	char **labels;               /* k=v, NULL-terminated, may be NULL */
-	long long ttl_ms;            /* < 0: the default (30 min); 0: none */
+	const char *name;	 /* NULL: unnamed */
+	const char *workspace;	 /* NULL: $ROOT/<id>/workspace */
+	const char *image;	 /* NULL: the host image */
+	const char *policy_file; /* NULL: the default policy only */
+	char **env;		 /* NAME or NAME=VALUE, NULL-terminated, may be NULL */
+	char **labels;		 /* k=v, NULL-terminated, may be NULL */
+	long long ttl_ms;	 /* < 0: the default (30 min); 0: none */
 	bool ttl_absolute;
-	pid_t owner_pid;             /* 0: none */
-	bool as_root;                /* processes as root by default */
+	pid_t owner_pid;		       /* 0: none */
+	bool as_root;			       /* processes as root by default */
 	unsigned long long memory_bytes, pids; /* 0: policy's */
 	double cpus;
 };

@@ -1052,6 +1052,52 @@ static int open_cache_dir(const char *cache_dir, char *abs, size_t abs_len, int 
 	return 0;
 }
 
+/*
+ * "s-<hex>": FNV-1a over the profile's and our executable's identity (device, inode,
+ * size, mtime, ctime). Any change to either gives another name, so a stale link is
+ * never followed to an old program.
+ */
+static int stat_key(const char *profile_path, char *buf, size_t len)
+{
+	struct stat a, b;
+	unsigned long long h = 1469598103934665603ULL, v[12];
+
+	if (stat(profile_path, &a) < 0 || stat("/proc/self/exe", &b) < 0)
+		return -errno;
+	v[0] = a.st_dev;
+	v[1] = a.st_ino;
+	v[2] = (unsigned long long)a.st_size;
+	v[3] = (unsigned long long)a.st_mtim.tv_sec;
+	v[4] = (unsigned long long)a.st_mtim.tv_nsec;
+	v[5] = (unsigned long long)a.st_ctim.tv_nsec;
+	v[6] = b.st_dev;
+	v[7] = b.st_ino;
+	v[8] = (unsigned long long)b.st_size;
+	v[9] = (unsigned long long)b.st_mtim.tv_sec;
+	v[10] = (unsigned long long)b.st_mtim.tv_nsec;
+	v[11] = (unsigned long long)a.st_ctim.tv_sec;
+	for (size_t i = 0; i < 12; i++)
+		for (int k = 0; k < 8; k++) {
+			h ^= (v[i] >> (8 * k)) & 0xff;
+			h *= 1099511628211ULL;
+		}
+	snprintf(buf, len, "s-%016llx", h);
+	return 0;
+}
+
+/* Point the stat key at the content-named program (atomically; best effort). */
+static void link_stat_key(int dfd, const char *skey, const char *target)
+{
+	char tmp[160];
+
+	if (!skey[0])
+		return;
+	snprintf(tmp, sizeof(tmp), ".%s.%d", skey, (int)getpid());
+	unlinkat(dfd, tmp, 0);
+	if (symlinkat(target, dfd, tmp) == 0 && renameat(dfd, tmp, dfd, skey) < 0)
+		unlinkat(dfd, tmp, 0);
+}
+
 int ts_seccomp_compile_cached(const char *profile_path, const char *cache_dir, char *ret_path,
 			      size_t ret_path_len, struct ts_error *err)
 {
@@ -1059,18 +1105,34 @@ int ts_seccomp_compile_cached(const char *profile_path, const char *cache_dir, c
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int dfd = -EBADF, fd = -EBADF;
 	char hex[2 * SHA256_DIGEST_SIZE + 1], dir[PATH_MAX], name[2 * SHA256_DIGEST_SIZE + 8];
-	char path[PATH_MAX], tmp[PATH_MAX];
+	char path[PATH_MAX], tmp[PATH_MAX], skey[128] = "";
 	struct stat st;
 	size_t len;
 	int r;
 
+	r = open_cache_dir(cache_dir, dir, sizeof(dir), &dfd, err);
+	if (r < 0)
+		return r;
+	/* Fast path, on every sandbox start: the content key costs a read, a SHA-256 and a
+	 * libseccomp probe; the same profile file, unchanged, with the same executable (our
+	 * libseccomp is linked in) maps to it through a symlink named by stat data. */
+	if (stat_key(profile_path, skey, sizeof(skey)) == 0) {
+		char target[2 * SHA256_DIGEST_SIZE + 8];
+		ssize_t n = readlinkat(dfd, skey, target, sizeof(target) - 1);
+
+		if (n > 4 && !strchr((target[n] = '\0', target), '/') &&
+		    fstatat(dfd, target, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size > 0 && st.st_size % (off_t)sizeof(struct sock_filter) == 0 &&
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, target) < sizeof(path) &&
+		    strlen(path) < ret_path_len) {
+			strcpy(ret_path, path);
+			return 0;
+		}
+	}
 	r = read_profile(profile_path, &buf, &len, err);
 	if (r < 0)
 		return r;
 	r = cache_key(buf, len, hex, err);
-	if (r < 0)
-		return r;
-	r = open_cache_dir(cache_dir, dir, sizeof(dir), &dfd, err);
 	if (r < 0)
 		return r;
 	snprintf(name, sizeof(name), "%s.bpf", hex);
@@ -1083,6 +1145,7 @@ int ts_seccomp_compile_cached(const char *profile_path, const char *cache_dir, c
 	/* A torn or foreign file (not whole instructions) is rebuilt, never loaded. */
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_size > 0 && st.st_size % (off_t)sizeof(struct sock_filter) == 0) {
+		link_stat_key(dfd, skey, name);
 		strcpy(ret_path, path);
 		return 0;
 	}
@@ -1108,6 +1171,7 @@ int ts_seccomp_compile_cached(const char *profile_path, const char *cache_dir, c
 	}
 	if (fsync(dfd) < 0)
 		return ts_err_errno(err, -errno, "fsync `%s`", dir);
+	link_stat_key(dfd, skey, name);
 	strcpy(ret_path, path);
 	return 0;
 }

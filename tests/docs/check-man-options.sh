@@ -39,8 +39,14 @@ check() {
 }
 
 check "toren-sandbox --help" toren-sandbox.1.scd "$cli" --help
-check "toren-sandbox run --help" toren-sandbox.1.scd "$cli" run --help
-check "toren-sandbox doctor --help" toren-sandbox.1.scd "$cli" doctor --help
+# every subcommand the dispatch table lists, with a section of its own in the page
+cmds=$("$cli" --help | sed -n '/^commands:/,/^$/p' | awk 'NF >= 2 && $1 ~ /^[a-z]+$/ {print $1}')
+[ -n "$cmds" ]; t $? "toren-sandbox --help lists its commands (control)"
+for c in $cmds; do
+	grep -qE "^## $c\b" "$mandir/toren-sandbox.1.scd"
+	t $? "\`$c\` has a section in toren-sandbox.1.scd"
+	check "toren-sandbox $c --help" toren-sandbox.1.scd "$cli" "$c" --help
+done
 check "toren-sandbox-helper --help" toren-sandbox-helper.8.scd "$helper" --help
 
 # Control: the check fails for an option no page can contain.

@@ -262,9 +262,37 @@ static unsigned int count_entries(const char *dir)
 
 	if (!d)
 		return 0;
+	/* the stat-key links ("s-<hex>" -> "<sha256>.bpf") are the fast path's index, not
+	 * programs or leftovers: counted by count_links */
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    !(de->d_type == DT_LNK && !strncmp(de->d_name, "s-", 2)))
 			n++;
+	closedir(d);
+	return n;
+}
+
+/* Stat-key links in dir that point at an existing program in dir. */
+static unsigned int count_links(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char target[256];
+		struct stat st;
+		ssize_t k;
+
+		if (de->d_type != DT_LNK || strncmp(de->d_name, "s-", 2))
+			continue;
+		k = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+		if (k > 0 && (target[k] = '\0', !strchr(target, '/')) &&
+		    fstatat(dirfd(d), target, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			n++;
+	}
 	closedir(d);
 	return n;
 }
@@ -311,6 +339,7 @@ static void test_cache(const char *profile)
 	ok(r == 0 && strcmp(p1, p2) == 0 && stat(p2, &st2) == 0 && same_file_unchanged(&st1, &st2),
 	   "a second call returns the same file without rewriting it");
 	ok(count_entries(cache) == 1, "no temporary files are left behind");
+	ok(count_links(cache) == 1, "the stat-keyed fast path points at the program");
 
 	/* The same profile with one more byte is another policy. */
 	r = ts_read_file_at(AT_FDCWD, profile, 4U << 20, &text, &len);

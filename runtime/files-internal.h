@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Shared between the file worker's request handlers (files.c) and its watch (files-watch.c). */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ctl.h"
+#include "error.h"
+#include "files.h"
+
+#define TS_FILES_LIST_MAX 100000 /* entries of one LIST; past it: ERROR E2BIG */
+#define TS_FILES_DEPTH_MAX 16	 /* LIST and WATCH depth */
+#define TS_FILES_WATCH_MAX 8192	 /* directories one WATCH follows */
+
+struct ts_files {
+	int conn;
+	const struct ts_files_cfg *cfg;
+	int root;    /* O_PATH fd of cfg->root */
+	uint32_t id; /* the request being served */
+	bool dead;   /* the connection failed: stop */
+	bool eof;    /* the client closed it (seen by a watch) */
+};
+
+/* A request's path, normalized (see files.h). */
+struct ts_fpath {
+	char shown[PATH_MAX];  /* as the client wrote it, for messages */
+	char rel[PATH_MAX];    /* components relative to the root; "" is the root */
+	char parent[PATH_MAX]; /* rel without its last component; "." for the root */
+	const char *name;      /* the last component (in rel); NULL for the root */
+	bool slash;	       /* written with a trailing '/' */
+};
+
+/* Send m (f->dead on failure). 0 or -errno. */
+int ts_files_send(struct ts_files *f, const struct ts_ctl_msg *m);
+
+/* Send ERROR {err->code, err->msg} for the current request. */
+int ts_files_send_err(struct ts_files *f, const struct ts_error *err);
+
+/* The string field tag of m into buf (PATH_MAX bytes). -EINVAL, -ENAMETOOLONG. */
+int ts_files_get_path(const struct ts_ctl_msg *m, uint16_t tag, char *buf, struct ts_error *err);
+
+/* Normalize in into p. -EINVAL (empty, `..`), -ENAMETOOLONG. */
+int ts_files_path_parse(const struct ts_files *f, const char *in, struct ts_fpath *p,
+			struct ts_error *err);
+
+/* openat2 of rel under the root, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS. fd or -errno. */
+int ts_files_open_in_root(const struct ts_files *f, const char *rel, uint64_t flags);
+
+/* openat2 of one name under dfd, no symlink anywhere (RESOLVE_NO_SYMLINKS). fd or -errno. */
+int ts_files_open_step(int dfd, const char *name, uint64_t flags);
+
+/* Add PATH, TYPE, MODE, SIZE, MTIME, UID, GID (and TARGET for a symlink) of dfd/name (not
+ * followed; "" is dfd itself) to m. *ret_mode gets st_mode when not NULL. 0 or -errno. */
+int ts_files_fill_entry(struct ts_ctl_msg *m, const char *path, int dfd, const char *name,
+			mode_t *ret_mode);
+
+/* WATCH {PATH, DEPTH}: OK, then FILE_EVENT messages until the client closes the
+ * connection (f->eof) or sends anything (answered with END). */
+int ts_files_watch(struct ts_files *f, const struct ts_ctl_msg *req, struct ts_error *err);

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "admin.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "sandbox.h"
+
+int ts_admin_open(const char *cmd, struct ts_paths *paths, struct ts_store **st)
+{
+	struct ts_error err = { 0 };
+	int r;
+
+	*st = NULL;
+	r = ts_paths_init(paths, &err);
+	if (r >= 0)
+		r = ts_store_open(st, paths->root, &err);
+	if (r < 0)
+		ts_cli_error(cmd, &err);
+	return r;
+}
+
+void ts_admin_probe(struct ts_sandbox_rec *rec, bool query, struct ts_admin_live *live)
+{
+	struct ts_error err = { 0 };
+
+	memset(live, 0, sizeof(*live));
+	live->running = ts_sandbox_running(rec);
+	if (live->running && query)
+		live->queried = ts_sandbox_query(rec, &live->idle_ms, &live->attached, &err) == 0;
+}
+
+long long ts_admin_idle_ms(const struct ts_sandbox_rec *rec, const struct ts_admin_live *live,
+			   long long now)
+{
+	long long since = rec->last_activity_ms > rec->started_ms ? rec->last_activity_ms
+								  : rec->started_ms;
+	long long idle = now > since ? now - since : 0;
+
+	if (live && live->queried && (long long)live->idle_ms < idle)
+		idle = (long long)live->idle_ms;
+	return idle;
+}
+
+long long ts_admin_expires_ms(const struct ts_sandbox_rec *rec, const struct ts_admin_live *live,
+			      long long now)
+{
+	if (rec->ttl_ms <= 0)
+		return 0;
+	if (rec->ttl_absolute)
+		return rec->created_ms + rec->ttl_ms;
+	return now - ts_admin_idle_ms(rec, live, now) + rec->ttl_ms;
+}
+
+void ts_admin_fmt_duration(char *buf, size_t len, long long ms)
+{
+	static const struct {
+		long long ms;
+		const char *unit;
+	} units[] = { { 86400000, "d" }, { 3600000, "h" }, { 60000, "m" }, { 1000, "s" } };
+
+	if (ms < 0)
+		ms = 0;
+	if (ms < 10000 && ms % 1000) {
+		snprintf(buf, len, "%.1fs", (double)ms / 1000.0);
+		return;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(units); i++) {
+		long long big = ms / units[i].ms, small;
+
+		if (!big && i + 1 < ELEMENTSOF(units))
+			continue;
+		small = i + 1 < ELEMENTSOF(units) ? (ms % units[i].ms) / units[i + 1].ms : 0;
+		if (small)
+			snprintf(buf, len, "%lld%s%lld%s", big, units[i].unit, small,
+				 units[i + 1].unit);
+		else
+			snprintf(buf, len, "%lld%s", big, units[i].unit);
+		return;
+	}
+}
+
+void ts_admin_fmt_time(char *buf, size_t len, long long ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char day[40];
+
+	if (!gmtime_r(&t, &tm) || !strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm)) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	snprintf(buf, len, "%s.%03lldZ", day, ms % 1000);
+}
+
+json_t *ts_admin_spec_json(const char *spec)
+{
+	json_t *j = json_loads(spec ? spec : "{}", 0, NULL), *env, *names, *v;
+	size_t i;
+
+	if (!j)
+		return NULL;
+	env = json_object_get(j, "env");
+	if (json_is_array(env)) {
+		names = json_array();
+		json_array_foreach(env, i, v) {
+			const char *s = json_string_value(v), *eq;
+
+			if (!s)
+				continue;
+			eq = strchr(s, '=');
+			json_array_append_new(names, eq ? json_stringn(s, (size_t)(eq - s))
+							: json_string(s));
+		}
+		json_object_set_new(j, "env", names);
+	}
+	return j;
+}
+
+bool ts_admin_own_workspace(const struct ts_sandbox_rec *rec)
+{
+	char own[4200];
+	json_t *spec;
+	bool r;
+
+	snprintf(own, sizeof(own), "%s/workspace", rec->dir);
+	if (strcmp(own, rec->workspace) != 0)
+		return false;
+	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
+	r = spec && !json_is_false(json_object_get(spec, "own_workspace"));
+	json_decref(spec);
+	return r;
+}
+
+static json_t *time_json(long long ms)
+{
+	char buf[64];
+
+	if (ms <= 0)
+		return json_null();
+	ts_admin_fmt_time(buf, sizeof(buf), ms);
+	return json_string(buf);
+}
+
+static json_t *ms_json(long long ms)
+{
+	return ms > 0 ? json_integer(ms) : json_null();
+}
+
+static json_t *path_json(const char *dir, const char *sub)
+{
+	char buf[4200];
+
+	snprintf(buf, sizeof(buf), "%s/%s", dir, sub);
+	return json_string(buf);
+}
+
+json_t *ts_admin_rec_json(const struct ts_sandbox_rec *rec, const struct ts_admin_live *live,
+			  long long now)
+{
+	json_t *j = json_object(), *paths = json_object(), *ttl = json_object();
+	json_t *init = json_object(), *owner, *labels, *spec;
+	long long expires = live->running ? ts_admin_expires_ms(rec, live, now) : 0;
+
+	json_object_set_new(j, "id", json_string(rec->id));
+	json_object_set_new(j, "name", rec->name[0] ? json_string(rec->name) : json_null());
+	json_object_set_new(j, "state", json_string(live->running ? "running" : "stopped"));
+	json_object_set_new(j, "created", time_json(rec->created_ms));
+	json_object_set_new(j, "created_ms", json_integer(rec->created_ms));
+	json_object_set_new(j, "started", time_json(rec->started_ms));
+	json_object_set_new(j, "started_ms", ms_json(rec->started_ms));
+	json_object_set_new(j, "last_activity", time_json(rec->last_activity_ms));
+	json_object_set_new(j, "last_activity_ms", ms_json(rec->last_activity_ms));
+	json_object_set_new(j, "idle_ms",
+			    live->running ? json_integer(ts_admin_idle_ms(rec, live, now))
+					  : json_null());
+	json_object_set_new(j, "attached",
+			    live->queried ? json_integer((json_int_t)live->attached) : json_null());
+	json_object_set_new(ttl, "ms", json_integer(rec->ttl_ms));
+	json_object_set_new(ttl, "absolute", json_boolean(rec->ttl_absolute));
+	json_object_set_new(j, "ttl", ttl);
+	json_object_set_new(j, "expires_at", time_json(expires));
+	json_object_set_new(j, "expires_at_ms", ms_json(expires));
+
+	labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL);
+	json_object_set_new(j, "labels", labels ? labels : json_object());
+	spec = ts_admin_spec_json(rec->spec);
+	json_object_set_new(j, "spec", spec ? spec : json_null());
+
+	json_object_set_new(paths, "dir", json_string(rec->dir));
+	json_object_set_new(paths, "workspace", json_string(rec->workspace));
+	json_object_set_new(paths, "own_workspace", json_boolean(ts_admin_own_workspace(rec)));
+	json_object_set_new(paths, "upper", path_json(rec->dir, "upper"));
+	json_object_set_new(paths, "work", path_json(rec->dir, "work"));
+	json_object_set_new(paths, "control_socket", path_json(rec->dir, "run/control.sock"));
+	json_object_set_new(paths, "logs", path_json(rec->dir, "logs"));
+	json_object_set_new(j, "paths", paths);
+
+	json_object_set_new(init, "pid", live->running ? json_integer(rec->init_pid) : json_null());
+	json_object_set_new(init, "start_time",
+			    live->running ? json_integer((json_int_t)rec->init_start)
+					  : json_null());
+	json_object_set_new(j, "init", init);
+	if (rec->owner_pid > 0) {
+		owner = json_object();
+		json_object_set_new(owner, "pid", json_integer(rec->owner_pid));
+		json_object_set_new(owner, "start_time",
+				    json_integer((json_int_t)rec->owner_start));
+		json_object_set_new(owner, "alive",
+				    json_boolean(ts_proc_alive(rec->owner_pid, rec->owner_start)));
+	} else {
+		owner = json_null();
+	}
+	json_object_set_new(j, "owner", owner);
+	return j;
+}
+
+bool ts_admin_label_valid(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+
+	if (!eq || eq == kv || eq - kv >= 128)
+		return false;
+	for (const char *p = kv; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
+bool ts_admin_labels_match(const char *labels, char *const *filters, size_t n)
+{
+	json_t *j = json_loads(labels ? labels : "{}", 0, NULL);
+	bool r = j != NULL;
+
+	for (size_t i = 0; r && i < n; i++) {
+		const char *eq = strchr(filters[i], '=');
+		char key[128];
+		const char *v;
+
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - filters[i]), filters[i]);
+		v = json_string_value(json_object_get(j, key));
+		r = v && !strcmp(v, eq + 1);
+	}
+	json_decref(j);
+	return r;
+}
+
+int ts_admin_print_json(json_t *j, bool compact)
+{
+	size_t flags = compact ? JSON_COMPACT : JSON_INDENT(2);
+
+	if (json_dumpf(j, stdout, flags | JSON_PRESERVE_ORDER) < 0 || fputc('\n', stdout) == EOF ||
+	    fflush(stdout) == EOF)
+		return -EIO;
+	return 0;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cleanup.h"
+#include "paths.h"
+#include "util.h"
+
+void ts_cli_error(const char *cmd, const struct ts_error *err)
+{
+	fprintf(stderr, "toren-sandbox %s: %s\n", cmd,
+		err->msg[0] ? err->msg : strerror(err->code));
+}
+
+int ts_cli_lookup(const char *cmd, const char *ref, struct ts_store **st,
+		  struct ts_sandbox_rec *rec)
+{
+	struct ts_paths paths;
+	struct ts_error err = { 0 };
+	int r;
+
+	*st = NULL;
+	r = ts_paths_init(&paths, &err);
+	if (r >= 0)
+		r = ts_store_open(st, paths.root, &err);
+	if (r >= 0)
+		r = ts_store_get(*st, ref, rec, &err);
+	if (r < 0) {
+		ts_cli_error(cmd, &err);
+		ts_store_close(*st);
+		*st = NULL;
+	}
+	return r;
+}
+
+int ts_cli_parse_signal(const char *s, int *ret)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {
+		{ "HUP", SIGHUP },   { "INT", SIGINT },	    { "QUIT", SIGQUIT },
+		{ "KILL", SIGKILL }, { "USR1", SIGUSR1 },   { "USR2", SIGUSR2 },
+		{ "TERM", SIGTERM }, { "CONT", SIGCONT },   { "STOP", SIGSTOP },
+		{ "TSTP", SIGTSTP }, { "WINCH", SIGWINCH }, { "ALRM", SIGALRM },
+	};
+	unsigned long long v;
+
+	if (ts_parse_ull(s, &v) == 0) {
+		if (v < 1 || v > 64)
+			return -EINVAL;
+		*ret = (int)v;
+		return 0;
+	}
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (!strcasecmp(s, names[i].name)) {
+			*ret = names[i].sig;
+			return 0;
+		}
+	return -EINVAL;
+}

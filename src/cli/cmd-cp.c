@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * toren-sandbox cp SRC DST: copy a file or a directory tree between the host and a
+ * sandbox; exactly one side is ID:PATH. A stopped sandbox is started first, as exec does.
+ *
+ * Like cp(1) and docker cp: when DST is an existing directory the copy goes into it under
+ * SRC's name, otherwise DST is the copy's own path. Symlinks are never copied, in either
+ * direction (a link made on the host from sandbox data would point into the host's
+ * tree): they are skipped with a warning, as are special files and, going in, protected
+ * names; anything skipped makes the exit status 1. SRC itself, when a host path, is
+ * followed if it is a symlink (the user named it); a host DST that is a symlink is
+ * refused (write `DST/` to copy into the directory it points to).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "commands.h"
+#include "files.h"
+#include "sandbox.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: toren-sandbox cp [OPTIONS] SRC DST\n"
+	      "\n"
+	      "Copy a file or directory between the host and a sandbox. Exactly one of SRC and\n"
+	      "DST is ID:PATH (ID: id, name or id prefix; PATH absolute, or relative to\n"
+	      "/home/user). A host path with a `:` before its first `/` is written ./PATH.\n"
+	      "`-` as the host side is standard input or output (a single file).\n"
+	      "\n"
+	      "  -h, --help  show this help\n",
+	      f);
+}
+
+static void on_warn(void *userdata, const char *msg)
+{
+	fprintf(stderr, "toren-sandbox cp: warning: %s\n", msg);
+}
+
+/* "ID:PATH"? A ':' before any '/' makes the argument a sandbox reference. */
+static bool split_ref(const char *arg, char *ref, size_t len, const char **path)
+{
+	const char *colon = strchr(arg, ':'), *slash = strchr(arg, '/');
+
+	if (!colon || colon == arg || (slash && slash < colon))
+		return false;
+	snprintf(ref, len, "%.*s", (int)(colon - arg), arg);
+	*path = colon[1] ? colon + 1 : ".";
+	return true;
+}
+
+/* The last component of p (trailing slashes ignored) into buf; "" for "/". */
+static void base_name(const char *p, char *buf, size_t len)
+{
+	size_t n = strlen(p);
+	const char *s;
+
+	while (n > 1 && p[n - 1] == '/')
+		n--;
+	s = memrchr(p, '/', n);
+	s = s ? s + 1 : p;
+	snprintf(buf, len, "%.*s", (int)(n - (size_t)(s - p)), s);
+	if (!strcmp(buf, "/"))
+		buf[0] = '\0';
+}
+
+/* The directory part of p into buf: "." when there is none. */
+static void dir_name(const char *p, char *buf, size_t len)
+{
+	size_t n = strlen(p);
+	const char *s;
+
+	while (n > 1 && p[n - 1] == '/')
+		n--;
+	s = memrchr(p, '/', n);
+	if (!s)
+		snprintf(buf, len, ".");
+	else if (s == p)
+		snprintf(buf, len, "/");
+	else
+		snprintf(buf, len, "%.*s", (int)(s - p), p);
+}
+
+static int copy_in(struct ts_copy *c, const char *src, const char *dst, struct ts_error *err)
+{
+	_cleanup_free_ struct ts_file_info *info = malloc(sizeof(*info));
+	_cleanup_close_ int fd = -EBADF;
+	char name[NAME_MAX + 1], target[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (!info)
+		return ts_err(err, -ENOMEM, "out of memory");
+	if (!strcmp(src, "-"))
+		return ts_files_write_from_fd(c->conn, dst, -1, STDIN_FILENO, err);
+	fd = open(src, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return ts_err_errno(err, -errno, "open `%s`", src);
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return ts_err(err, -EINVAL, "`%s` is not a regular file or directory", src);
+	base_name(src, name, sizeof(name));
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		_cleanup_free_ char *real = realpath(src, NULL);
+
+		base_name(real ? real : "/", name, sizeof(name));
+	}
+	r = ts_files_stat(c->conn, dst, info, err);
+	if (r == 0 && info->type == TS_FILE_TYPE_DIR) {
+		if (!name[0])
+			return ts_err(err, -EINVAL,
+				      "cannot name a copy of `/`: give DST as its path");
+		if (snprintf(target, sizeof(target), "%s/%s", dst, name) >= (int)sizeof(target))
+			return ts_err(err, -ENAMETOOLONG, "`%s/%s`: path too long", dst, name);
+	} else if (r == 0 && S_ISDIR(st.st_mode)) {
+		return ts_err(err, -ENOTDIR, "`%s` exists in the sandbox and is not a directory",
+			      dst);
+	} else if (r == 0 || r == -ENOENT) {
+		snprintf(target, sizeof(target), "%s", dst);
+	} else {
+		return r;
+	}
+	ts_err_clear(err);
+	return ts_files_copy_in(c, fd, src, target, err);
+}
+
+static int copy_out(struct ts_copy *c, const char *src, const char *dst, struct ts_error *err)
+{
+	_cleanup_close_ int dfd = -EBADF;
+	char name[NAME_MAX + 1], dir[PATH_MAX], shown[PATH_MAX + NAME_MAX + 2];
+	struct stat st;
+	int r;
+
+	if (!strcmp(dst, "-"))
+		return ts_files_read_to_fd(c->conn, src, STDOUT_FILENO, err);
+	if (lstat(dst, &st) == 0 && S_ISLNK(st.st_mode))
+		return ts_err(
+			err, -ELOOP,
+			"`%s` is a symlink: write `%s/` to copy into the directory it points to",
+			dst, dst);
+	r = stat(dst, &st) < 0 ? -errno : 0;
+	if (r == 0 && S_ISDIR(st.st_mode)) {
+		/* into the directory, under the source's name */
+		base_name(src, name, sizeof(name));
+		if (!ts_files_name_ok(name))
+			return ts_err(err, -EINVAL,
+				      "cannot name a copy of `%s`: give DST as its path", src);
+		snprintf(dir, sizeof(dir), "%s", dst);
+		snprintf(shown, sizeof(shown), "%s%s%s", dst,
+			 dst[strlen(dst) - 1] == '/' ? "" : "/", name);
+	} else if (r == 0 || r == -ENOENT) {
+		if (dst[strlen(dst) - 1] == '/')
+			return ts_err(err, -ENOENT, "directory `%s` does not exist", dst);
+		dir_name(dst, dir, sizeof(dir));
+		base_name(dst, name, sizeof(name));
+		snprintf(shown, sizeof(shown), "%s", dst);
+	} else {
+		return ts_err_errno(err, r, "stat `%s`", dst);
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return ts_err_errno(err, -errno, "open `%s`", dir);
+	return ts_files_copy_out(c, src, dfd, name, shown, err);
+}
+
+int ts_cmd_cp(int argc, char **argv)
+{
+	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, {} };
+	char sref[TS_NAME_MAX + 1], dref[TS_NAME_MAX + 1];
+	const char *spath = NULL, *dpath = NULL;
+	struct ts_copy c = { .conn = -EBADF, .warn = on_warn };
+	struct ts_error err = { 0 };
+	struct ts_sandbox_rec rec;
+	struct ts_store *st;
+	bool sin, din;
+	int opt, r;
+
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		usage(stderr);
+		return 2;
+	}
+	if (argc - optind != 2) {
+		usage(stderr);
+		return 2;
+	}
+	sin = split_ref(argv[optind], sref, sizeof(sref), &spath);
+	din = split_ref(argv[optind + 1], dref, sizeof(dref), &dpath);
+	if (sin == din) {
+		fprintf(stderr, "toren-sandbox cp: exactly one of SRC and DST must be ID:PATH\n");
+		return 2;
+	}
+	if (ts_cli_lookup("cp", sin ? sref : dref, &st, &rec) < 0)
+		return 1;
+	/* a sandbox whose init is gone is rebuilt around its files, as for exec */
+	r = ts_sandbox_start(st, &rec, &err);
+	if (r >= 0) {
+		ts_store_touch(st, rec.id, &err);
+		ts_err_clear(&err);
+		r = c.conn = ts_sandbox_connect(&rec, &err);
+	}
+	if (r >= 0)
+		r = sin ? copy_out(&c, spath, argv[optind + 1], &err)
+			: copy_in(&c, argv[optind], dpath, &err);
+	if (r < 0)
+		ts_cli_error("cp", &err);
+	if (c.conn >= 0)
+		close(c.conn);
+	ts_sandbox_rec_free(&rec);
+	ts_store_close(st);
+	return r < 0 || c.skipped ? 1 : 0;
+}

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* toren-sandbox create [OPTIONS]: a durable sandbox; prints its id on the last line. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define MAX_LIST 256
+
+static void usage(FILE *f)
+{
+	fputs("usage: toren-sandbox create [OPTIONS]\n"
+	      "\n"
+	      "      --name NAME        a unique name, usable wherever an id is\n"
+	      "      --workspace DIR    bind DIR at /home/user (default: its own directory)\n"
+	      "      --image DIR        root file system directory (default: the host image)\n"
+	      "      --policy FILE      sandbox policy (YAML, see toren-sandbox-policy(5))\n"
+	      "  -e, --env NAME[=VALUE] let NAME in (host value now, or VALUE); repeatable\n"
+	      "      --ttl DURATION     idle timeout: 30m (default), 2h, 90s; 0 = none\n"
+	      "      --ttl-absolute     count the timeout from creation instead of activity\n"
+	      "      --label KEY=VALUE  a label for `ls --label`; repeatable\n"
+	      "      --owner PID|parent the process this sandbox belongs to: `reap` stops it\n"
+	      "                         when that process is gone (default: none)\n"
+	      "      --user NAME        `user` (default) or `root` for every process\n"
+	      "      --memory SIZE      memory limit (cgroup, else RLIMIT_AS)\n"
+	      "      --pids N           process limit (cgroup and RLIMIT_NPROC)\n"
+	      "      --cpus N           CPU limit (cgroup only)\n"
+	      "  -v, --verbose          say what is being done\n"
+	      "  -h, --help             show this help\n",
+	      f);
+}
+
+int ts_cmd_create(int argc, char **argv)
+{
+	enum {
+		O_NAME = 256,
+		O_WORKSPACE,
+		O_IMAGE,
+		O_POLICY,
+		O_TTL,
+		O_TTL_ABS,
+		O_LABEL,
+		O_OWNER,
+		O_USER,
+		O_MEMORY,
+		O_PIDS,
+		O_CPUS
+	};
+	static const struct option longopts[] = { { "name", required_argument, NULL, O_NAME },
+						  { "workspace", required_argument, NULL,
+						    O_WORKSPACE },
+						  { "image", required_argument, NULL, O_IMAGE },
+						  { "policy", required_argument, NULL, O_POLICY },
+						  { "env", required_argument, NULL, 'e' },
+						  { "ttl", required_argument, NULL, O_TTL },
+						  { "ttl-absolute", no_argument, NULL, O_TTL_ABS },
+						  { "label", required_argument, NULL, O_LABEL },
+						  { "owner", required_argument, NULL, O_OWNER },
+						  { "user", required_argument, NULL, O_USER },
+						  { "memory", required_argument, NULL, O_MEMORY },
+						  { "pids", required_argument, NULL, O_PIDS },
+						  { "cpus", required_argument, NULL, O_CPUS },
+						  { "verbose", no_argument, NULL, 'v' },
+						  { "help", no_argument, NULL, 'h' },
+						  {} };
+	struct ts_create_opts o = { .ttl_ms = -1 };
+	struct ts_sandbox_rec rec;
+	struct ts_error err = { 0 };
+	char *env[MAX_LIST + 1] = { 0 }, *labels[MAX_LIST + 1] = { 0 };
+	size_t n_env = 0, n_labels = 0;
+	unsigned long long v;
+	bool verbose = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+e:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_NAME:
+			o.name = optarg;
+			break;
+		case O_WORKSPACE:
+			o.workspace = optarg;
+			break;
+		case O_IMAGE:
+			o.image = optarg;
+			break;
+		case O_POLICY:
+			o.policy_file = optarg;
+			break;
+		case 'e': {
+			const char *eq = strchr(optarg, '=');
+			char name[256];
+
+			snprintf(name, sizeof(name), "%.*s",
+				 (int)(eq ? (size_t)(eq - optarg) : strlen(optarg)), optarg);
+			if (!ts_env_name_valid(name) || n_env >= MAX_LIST) {
+				fprintf(stderr, "toren-sandbox create: bad --env `%s`\n", optarg);
+				return 2;
+			}
+			env[n_env++] = optarg;
+			break;
+		}
+		case O_TTL:
+			if (ts_parse_duration_ms(optarg, &v) < 0) {
+				fprintf(stderr, "toren-sandbox create: bad --ttl `%s`\n", optarg);
+				return 2;
+			}
+			o.ttl_ms = (long long)v;
+			break;
+		case O_TTL_ABS:
+			o.ttl_absolute = true;
+			break;
+		case O_LABEL:
+			if (!strchr(optarg, '=') || optarg[0] == '=' || n_labels >= MAX_LIST) {
+				fprintf(stderr,
+					"toren-sandbox create: bad --label `%s`: want KEY=VALUE\n",
+					optarg);
+				return 2;
+			}
+			labels[n_labels++] = optarg;
+			break;
+		case O_OWNER:
+			if (!strcmp(optarg, "parent"))
+				o.owner_pid = getppid();
+			else if (!strcmp(optarg, "none"))
+				o.owner_pid = 0;
+			else if (ts_parse_ull(optarg, &v) == 0 && v > 0 && v < 4194304)
+				o.owner_pid = (pid_t)v;
+			else {
+				fprintf(stderr, "toren-sandbox create: bad --owner `%s`\n", optarg);
+				return 2;
+			}
+			break;
+		case O_USER:
+			if (!strcmp(optarg, "root"))
+				o.as_root = true;
+			else if (strcmp(optarg, "user") != 0) {
+				fprintf(stderr, "toren-sandbox create: bad --user `%s`\n", optarg);
+				return 2;
+			}
+			break;
+		case O_MEMORY:
+			if (ts_parse_size(optarg, &o.memory_bytes) < 0 ||
+			    o.memory_bytes < (4ULL << 20)) {
+				fprintf(stderr, "toren-sandbox create: bad --memory `%s`\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case O_PIDS:
+			if (ts_parse_ull(optarg, &o.pids) < 0 || o.pids == 0 || o.pids > 4194304) {
+				fprintf(stderr, "toren-sandbox create: bad --pids `%s`\n", optarg);
+				return 2;
+			}
+			break;
+		case O_CPUS: {
+			char *end;
+
+			o.cpus = strtod(optarg, &end);
+			if (*end || end == optarg || !(o.cpus > 0) || o.cpus > 1024) {
+				fprintf(stderr, "toren-sandbox create: bad --cpus `%s`\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	o.env = env;
+	o.labels = labels;
+	if (ts_sandbox_create(&o, &rec, &err) < 0) {
+		ts_cli_error("create", &err);
+		return 1;
+	}
+	if (verbose)
+		fprintf(stderr, "toren-sandbox: created %s%s%s in `%s`, init pid %d\n", rec.id,
+			rec.name[0] ? " named " : "", rec.name, rec.dir, (int)rec.init_pid);
+	printf("%s\n", rec.id);
+	ts_sandbox_rec_free(&rec);
+	return 0;
+}

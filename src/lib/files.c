@@ -1,0 +1,669 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "ctl.h"
+#include "util.h"
+
+/* Directory levels a copy follows; deeper trees are refused (one fd per level). */
+#define COPY_DEPTH_MAX 256
+
+bool ts_files_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 0 && n <= NAME_MAX && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+	       !strchr(name, '/');
+}
+
+void ts_files_sanitize(char *s)
+{
+	for (unsigned char *p = (unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			*p = '?';
+		} else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			/* U+0080..U+009F: C1 controls (CSI is U+009B) */
+			p[0] = '?';
+			p[1] = '?';
+			p++;
+		}
+	}
+}
+
+/* The reply cannot be trusted: refuse it, and the connection with it. */
+static int bad(int conn, struct ts_error *err, const char *what)
+{
+	shutdown(conn, SHUT_RDWR);
+	return ts_err(err, -EPROTO, "bad reply from the sandbox: %s", what);
+}
+
+static int send_req(int conn, struct ts_ctl_msg *m, struct ts_error *err)
+{
+	int r = ts_ctl_send(conn, m, NULL, 0);
+
+	if (r < 0)
+		return ts_err_errno(err, r, "send a request to the sandbox");
+	return 0;
+}
+
+/* Start a FILE request for op with its path. */
+static int req_init(struct ts_ctl_msg *m, enum ts_file_op op, const char *path)
+{
+	int r;
+
+	ts_ctl_msg_init(m, TS_CTL_FILE, op);
+	r = ts_ctl_put_u64(m, TS_T_OP, op);
+	if (r == 0)
+		r = ts_ctl_put_str(m, TS_T_PATH, path);
+	return r;
+}
+
+/*
+ * Receive one reply to the request with id. An ERROR becomes its code and message;
+ * anything else is returned for the caller to check. 0 or -errno.
+ */
+static int recv_reply(int conn, uint32_t id, struct ts_ctl_msg *m, struct ts_error *err)
+{
+	char msg[sizeof(err->msg)];
+	uint64_t code;
+	int r = ts_ctl_recv(conn, m);
+
+	if (r == -ECONNRESET)
+		return ts_err(err, -ECONNRESET, "the sandbox closed the connection");
+	if (r < 0)
+		return r == -EBADMSG || r == -E2BIG
+			       ? bad(conn, err, "malformed message")
+			       : ts_err_errno(err, r, "receive from the sandbox");
+	if (m->id != id)
+		return bad(conn, err, "a reply to another request");
+	if (m->type != TS_CTL_ERROR)
+		return 0;
+	if (ts_ctl_get_u64(m, TS_T_CODE, &code) < 0 || code == 0 || code > 4095)
+		return bad(conn, err, "an error without a valid code");
+	if (ts_ctl_get_str(m, TS_T_MSG, msg, sizeof(msg)) < 0)
+		snprintf(msg, sizeof(msg), "%s", strerror((int)code));
+	ts_files_sanitize(msg);
+	return ts_err(err, -(int)code, "%s", msg);
+}
+
+/* Send the request m, expect OK. */
+static int simple_op(int conn, struct ts_ctl_msg *m, struct ts_error *err)
+{
+	struct ts_ctl_msg rep = { 0 };
+	int r = send_req(conn, m, err);
+
+	if (r == 0)
+		r = recv_reply(conn, m->id, &rep, err);
+	if (r == 0 && rep.type != TS_CTL_OK)
+		r = bad(conn, err, "not OK");
+	ts_ctl_msg_free(&rep);
+	return r;
+}
+
+/* The first DATA field of m, or -EBADMSG. */
+static int get_data(const struct ts_ctl_msg *m, const uint8_t **v, uint32_t *len)
+{
+	size_t pos = 0;
+	uint16_t tag;
+	int r;
+
+	while ((r = ts_ctl_next(m, &pos, &tag, v, len)) > 0)
+		if (tag == TS_T_DATA)
+			return 0;
+	return -EBADMSG;
+}
+
+int ts_files_read_to_fd(int conn, const char *path, int out_fd, struct ts_error *err)
+{
+	struct ts_ctl_msg m = { 0 };
+	uint64_t off = 0, got;
+	int r, local = 0;
+
+	r = req_init(&m, TS_FILE_READ, path);
+	if (r == 0)
+		r = ts_ctl_put_u64(&m, TS_T_OFFSET, 0);
+	if (r == 0)
+		r = ts_ctl_put_u64(&m, TS_T_LENGTH, 0);
+	if (r < 0) {
+		ts_ctl_msg_free(&m);
+		return ts_err_errno(err, r, "read `%s`", path);
+	}
+	r = send_req(conn, &m, err);
+	ts_ctl_msg_free(&m);
+	while (r == 0) {
+		const uint8_t *v;
+		uint32_t len;
+
+		r = recv_reply(conn, TS_FILE_READ, &m, err);
+		if (r == 0 && m.type == TS_CTL_END) {
+			ts_ctl_msg_free(&m);
+			break;
+		}
+		if (r == 0 && m.type != TS_CTL_FILE_DATA)
+			r = bad(conn, err, "not file data");
+		else if (r == 0 && (get_data(&m, &v, &len) < 0 || len > TS_CTL_CHUNK ||
+				    ts_ctl_get_u64(&m, TS_T_OFFSET, &got) < 0 || got != off))
+			r = bad(conn, err, "file data out of order");
+		if (r == 0 && !local) {
+			local = ts_write_all(out_fd, v, len);
+			if (local < 0)
+				ts_err_errno(err, local, "read `%s`: write the copy", path);
+		}
+		if (r == 0)
+			off += len;
+		ts_ctl_msg_free(&m);
+	}
+	/* a local write error: the rest was read and dropped to keep the stream in step */
+	return r < 0 ? r : local;
+}
+
+int ts_files_write_from_fd(int conn, const char *path, int mode, int in_fd, struct ts_error *err)
+{
+	struct ts_ctl_msg m = { 0 };
+	_cleanup_free_ uint8_t *buf = malloc(TS_CTL_CHUNK);
+	uint64_t off = 0;
+	int r;
+
+	if (!buf)
+		return ts_err(err, -ENOMEM, "write `%s`: out of memory", path);
+	r = req_init(&m, TS_FILE_WRITE, path);
+	if (r == 0 && mode >= 0)
+		r = ts_ctl_put_u64(&m, TS_T_MODE, (uint64_t)mode & 0777);
+	if (r < 0) {
+		ts_ctl_msg_free(&m);
+		return ts_err_errno(err, r, "write `%s`", path);
+	}
+	r = send_req(conn, &m, err);
+	while (r == 0) {
+		struct pollfd p = { .fd = conn, .events = POLLIN };
+		ssize_t n = read(in_fd, buf, TS_CTL_CHUNK);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			/* Only a closed connection abandons a write (the sandbox keeps the old
+			 * file): END would commit what was sent so far. */
+			r = -errno;
+			shutdown(conn, SHUT_RDWR);
+			ts_err_errno(err, r, "write `%s`: read the source", path);
+			break;
+		}
+		if (n == 0)
+			break;
+		ts_ctl_msg_init(&m, TS_CTL_FILE_DATA, TS_FILE_WRITE);
+		r = ts_ctl_put(&m, TS_T_DATA, buf, (size_t)n);
+		if (r == 0)
+			r = ts_ctl_put_u64(&m, TS_T_OFFSET, off);
+		if (r == 0)
+			r = send_req(conn, &m, err);
+		off += (uint64_t)n;
+		/* An early ERROR (refused, disk full): stop sending, end the data, done. */
+		if (r == 0 && poll(&p, 1, 0) > 0) {
+			ts_ctl_msg_free(&m);
+			r = recv_reply(conn, TS_FILE_WRITE, &m, err);
+			if (r == 0)
+				r = bad(conn, err, "a reply before the end of the data");
+			else if (r != -EPROTO && r != -ECONNRESET)
+				ts_ctl_send_simple(conn, TS_CTL_END, TS_FILE_WRITE);
+			ts_ctl_msg_free(&m);
+			return r;
+		}
+	}
+	ts_ctl_msg_free(&m);
+	if (r < 0)
+		return r;
+	r = ts_ctl_send_simple(conn, TS_CTL_END, TS_FILE_WRITE);
+	if (r < 0)
+		return ts_err_errno(err, r, "write `%s`", path);
+	r = recv_reply(conn, TS_FILE_WRITE, &m, err);
+	if (r == 0 && m.type != TS_CTL_OK)
+		r = bad(conn, err, "not OK");
+	ts_ctl_msg_free(&m);
+	return r;
+}
+
+static int parse_entry(int conn, const struct ts_ctl_msg *m, struct ts_file_info *e,
+		       struct ts_error *err)
+{
+	static const char *const types[] = { "file", "dir", "symlink", "other" };
+	char type[16];
+	uint64_t mode, uid, gid;
+	size_t t;
+	int r;
+
+	memset(e, 0, sizeof(*e));
+	if (m->type != TS_CTL_FILE_ENTRY)
+		return bad(conn, err, "not a file entry");
+	if (ts_ctl_get_str(m, TS_T_PATH, e->path, sizeof(e->path)) < 0 ||
+	    ts_ctl_get_str(m, TS_T_TYPE, type, sizeof(type)) < 0 ||
+	    ts_ctl_get_u64(m, TS_T_MODE, &mode) < 0 || ts_ctl_get_u64(m, TS_T_SIZE, &e->size) < 0 ||
+	    ts_ctl_get_u64(m, TS_T_MTIME, &e->mtime_ms) < 0 ||
+	    ts_ctl_get_u64(m, TS_T_UID, &uid) < 0 || ts_ctl_get_u64(m, TS_T_GID, &gid) < 0)
+		return bad(conn, err, "a file entry with missing or malformed fields");
+	if (mode > 07777 || uid > UINT32_MAX || gid > UINT32_MAX)
+		return bad(conn, err, "a file entry with values out of range");
+	r = ts_ctl_get_str(m, TS_T_TARGET, e->target, sizeof(e->target));
+	if (r < 0 && r != -ENOENT)
+		return bad(conn, err, "a file entry with a malformed target");
+	for (t = 0; t < ELEMENTSOF(types); t++)
+		if (!strcmp(type, types[t]))
+			break;
+	if (t == ELEMENTSOF(types))
+		return bad(conn, err, "a file entry of an unknown type");
+	e->type = (enum ts_file_type)t;
+	e->mode = (unsigned)mode;
+	e->uid = (uint32_t)uid;
+	e->gid = (uint32_t)gid;
+	return 0;
+}
+
+int ts_files_list(int conn, const char *path, unsigned depth, ts_files_list_fn fn, void *userdata,
+		  struct ts_error *err)
+{
+	_cleanup_free_ struct ts_file_info *e = malloc(sizeof(*e));
+	struct ts_ctl_msg m = { 0 };
+	size_t count = 0;
+	int r, stop = 0;
+
+	if (!e)
+		return ts_err(err, -ENOMEM, "list `%s`: out of memory", path);
+	r = req_init(&m, TS_FILE_LIST, path);
+	if (r == 0)
+		r = ts_ctl_put_u64(&m, TS_T_DEPTH, depth);
+	if (r == 0)
+		r = send_req(conn, &m, err);
+	else
+		ts_err_errno(err, r, "list `%s`", path);
+	ts_ctl_msg_free(&m);
+	while (r == 0) {
+		r = recv_reply(conn, TS_FILE_LIST, &m, err);
+		if (r == 0 && m.type == TS_CTL_END) {
+			ts_ctl_msg_free(&m);
+			break;
+		}
+		if (r == 0 && ++count > TS_FILES_MAX_ENTRIES)
+			r = bad(conn, err, "too many entries");
+		if (r == 0)
+			r = parse_entry(conn, &m, e, err);
+		ts_ctl_msg_free(&m);
+		/* after the callback said stop, the rest is read and dropped */
+		if (r == 0 && !stop)
+			stop = fn(e, userdata, err);
+	}
+	return r < 0 ? r : stop < 0 ? stop : 0;
+}
+
+int ts_files_stat(int conn, const char *path, struct ts_file_info *ret, struct ts_error *err)
+{
+	struct ts_ctl_msg m = { 0 };
+	int r = req_init(&m, TS_FILE_STAT, path);
+
+	if (r == 0)
+		r = send_req(conn, &m, err);
+	else
+		ts_err_errno(err, r, "stat `%s`", path);
+	ts_ctl_msg_free(&m);
+	if (r == 0)
+		r = recv_reply(conn, TS_FILE_STAT, &m, err);
+	if (r == 0)
+		r = parse_entry(conn, &m, ret, err);
+	ts_ctl_msg_free(&m);
+	return r;
+}
+
+int ts_files_mkdir(int conn, const char *path, unsigned mode, struct ts_error *err)
+{
+	struct ts_ctl_msg m = { 0 };
+	int r = req_init(&m, TS_FILE_MKDIR, path);
+
+	if (r == 0)
+		r = ts_ctl_put_u64(&m, TS_T_MODE, mode & 0777);
+	if (r == 0)
+		r = simple_op(conn, &m, err);
+	else
+		ts_err_errno(err, r, "mkdir `%s`", path);
+	ts_ctl_msg_free(&m);
+	return r;
+}
+
+int ts_files_remove(int conn, const char *path, struct ts_error *err)
+{
+	struct ts_ctl_msg m = { 0 };
+	int r = req_init(&m, TS_FILE_REMOVE, path);
+
+	if (r == 0)
+		r = simple_op(conn, &m, err);
+	else
+		ts_err_errno(err, r, "remove `%s`", path);
+	ts_ctl_msg_free(&m);
+	return r;
+}
+
+int ts_files_rename(int conn, const char *from, const char *to, struct ts_error *err)
+{
+	struct ts_ctl_msg m = { 0 };
+	int r = req_init(&m, TS_FILE_RENAME, from);
+
+	if (r == 0)
+		r = ts_ctl_put_str(&m, TS_T_PATH2, to);
+	if (r == 0)
+		r = simple_op(conn, &m, err);
+	else
+		ts_err_errno(err, r, "rename `%s`", from);
+	ts_ctl_msg_free(&m);
+	return r;
+}
+
+/* --- copies --- */
+
+static void __attribute__((format(printf, 2, 3))) warn(struct ts_copy *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	c->skipped++;
+	if (!c->warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ts_files_sanitize(msg);
+	c->warn(c->userdata, msg);
+}
+
+/* Append "/name" to the path in buf (len bytes in use). The new length, or -ENAMETOOLONG. */
+static int push(char *buf, size_t len, const char *name)
+{
+	bool slash = len > 0 && buf[len - 1] != '/';
+	int n = snprintf(buf + len, PATH_MAX - len, "%s%s", slash ? "/" : "", name);
+
+	if (n < 0 || (size_t)n >= PATH_MAX - len) {
+		buf[len] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return (int)(len + (size_t)n);
+}
+
+struct walk {
+	struct ts_copy *c;
+	char sb[PATH_MAX];   /* the sandbox path */
+	char host[PATH_MAX]; /* the host path, for messages */
+};
+
+static int copy_in_at(struct walk *w, int fd, const struct stat *st, int depth,
+		      struct ts_error *err);
+
+static int copy_in_dir(struct walk *w, int fd, const struct stat *st, int depth,
+		       struct ts_error *err)
+{
+	size_t sl = strlen(w->sb), hl = strlen(w->host);
+	struct dirent *de;
+	DIR *d;
+	int dfd, r;
+
+	if (depth >= COPY_DEPTH_MAX)
+		return ts_err(err, -ELOOP, "`%s`: more than %d levels of directories", w->host,
+			      COPY_DEPTH_MAX);
+	/* u+rwx: the copy must be able to fill the directory it made */
+	r = ts_files_mkdir(w->c->conn, w->sb, (st->st_mode & 0777) | 0700, err);
+	if (r < 0)
+		return r;
+	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dfd < 0)
+		return ts_err_errno(err, -errno, "read `%s`", w->host);
+	d = fdopendir(dfd);
+	if (!d) {
+		r = -errno;
+		close(dfd);
+		return ts_err_errno(err, r, "read `%s`", w->host);
+	}
+	rewinddir(d);
+	while ((errno = 0, de = readdir(d))) {
+		_cleanup_close_ int sub = -EBADF;
+		struct stat sst;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (push(w->sb, sl, de->d_name) < 0 || push(w->host, hl, de->d_name) < 0) {
+			r = ts_err(err, -ENAMETOOLONG, "`%s/%s`: path too long", w->host,
+				   de->d_name);
+			break;
+		}
+		/* O_NOFOLLOW | O_NONBLOCK: never through a link, never stuck on a FIFO */
+		sub = openat(dirfd(d), de->d_name,
+			     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (sub < 0 && errno == ELOOP) {
+			warn(w->c, "skipped `%s`: a symlink (cp copies no symlinks)", w->host);
+		} else if (sub < 0) {
+			r = ts_err_errno(err, -errno, "open `%s`", w->host);
+		} else if (fstat(sub, &sst) < 0) {
+			r = ts_err_errno(err, -errno, "stat `%s`", w->host);
+		} else {
+			r = copy_in_at(w, sub, &sst, depth + 1, err);
+		}
+		w->sb[sl] = '\0';
+		w->host[hl] = '\0';
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && errno)
+		r = ts_err_errno(err, -errno, "read `%s`", w->host);
+	closedir(d);
+	return r;
+}
+
+static int copy_in_at(struct walk *w, int fd, const struct stat *st, int depth,
+		      struct ts_error *err)
+{
+	int r;
+
+	if (S_ISDIR(st->st_mode))
+		return copy_in_dir(w, fd, st, depth, err);
+	if (!S_ISREG(st->st_mode)) {
+		warn(w->c, "skipped `%s`: not a regular file or directory", w->host);
+		return 0;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	r = ts_files_write_from_fd(w->c->conn, w->sb, (int)(st->st_mode & 0777), fd, err);
+	if (r == -EPERM) {
+		/* a protected name: the rest of the tree still goes in */
+		warn(w->c, "skipped `%s`: %s", w->host, err->msg);
+		ts_err_clear(err);
+		return 0;
+	}
+	return r;
+}
+
+int ts_files_copy_in(struct ts_copy *c, int src_fd, const char *src_shown, const char *dst,
+		     struct ts_error *err)
+{
+	_cleanup_free_ struct walk *w = calloc(1, sizeof(*w));
+	struct stat st;
+
+	if (!w)
+		return ts_err(err, -ENOMEM, "out of memory");
+	w->c = c;
+	if (snprintf(w->sb, sizeof(w->sb), "%s", dst) >= (int)sizeof(w->sb) ||
+	    snprintf(w->host, sizeof(w->host), "%s", src_shown) >= (int)sizeof(w->host))
+		return ts_err(err, -ENAMETOOLONG, "path too long");
+	if (fstat(src_fd, &st) < 0)
+		return ts_err_errno(err, -errno, "stat `%s`", src_shown);
+	return copy_in_at(w, src_fd, &st, 0, err);
+}
+
+struct entry {
+	char *name;
+	enum ts_file_type type;
+	unsigned mode;
+};
+
+struct entries {
+	struct ts_copy *c;
+	const char *dir;
+	struct entry *v;
+	size_t n, cap;
+};
+
+static int collect(const struct ts_file_info *e, void *userdata, struct ts_error *err)
+{
+	struct entries *es = userdata;
+
+	/* The only names ever used on the host are plain ones (FA-12). */
+	if (!ts_files_name_ok(e->path)) {
+		warn(es->c, "skipped an entry of `%s` with an unusable name `%s`", es->dir,
+		     e->path);
+		return 0;
+	}
+	if (es->n == es->cap) {
+		size_t ncap = es->cap ? es->cap * 2 : 32;
+		struct entry *v = reallocarray(es->v, ncap, sizeof(*v));
+
+		if (!v)
+			return ts_err(err, -ENOMEM, "out of memory");
+		es->v = v;
+		es->cap = ncap;
+	}
+	es->v[es->n].name = strdup(e->path);
+	if (!es->v[es->n].name)
+		return ts_err(err, -ENOMEM, "out of memory");
+	es->v[es->n].type = e->type;
+	es->v[es->n].mode = e->mode;
+	es->n++;
+	return 0;
+}
+
+static void tmp_name(char *buf, size_t len)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ ts_now_ms();
+	snprintf(buf, len, ".toren-cp-%016llx", (unsigned long long)v);
+}
+
+/* The sandbox file w->sb to dfd/name, through a temporary file in dfd. */
+static int copy_out_file(struct walk *w, unsigned mode, int dfd, const char *name,
+			 struct ts_error *err)
+{
+	_cleanup_close_ int tfd = -EBADF;
+	char tmp[32];
+	struct stat st;
+	int r;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return ts_err(err, -EISDIR, "`%s` is a directory", w->host);
+	for (int i = 0; i < 16; i++) {
+		tmp_name(tmp, sizeof(tmp));
+		tfd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (tfd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (tfd < 0)
+		return ts_err_errno(err, -errno, "create a file next to `%s`", w->host);
+	r = ts_files_read_to_fd(w->c->conn, w->sb, tfd, err);
+	/* no setuid, setgid or sticky bit from the sandbox */
+	if (r == 0 && fchmod(tfd, mode & 0777) < 0)
+		r = ts_err_errno(err, -errno, "chmod `%s`", w->host);
+	/* rename replaces whatever is at name, a symlink included, and writes through
+	 * nothing */
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = ts_err_errno(err, -errno, "create `%s`", w->host);
+	if (r < 0)
+		unlinkat(dfd, tmp, 0);
+	return r;
+}
+
+static int copy_out_at(struct walk *w, enum ts_file_type type, unsigned mode, int dfd,
+		       const char *name, int depth, struct ts_error *err);
+
+static int copy_out_dir(struct walk *w, unsigned mode, int dfd, const char *name, int depth,
+			struct ts_error *err)
+{
+	struct entries es = { .c = w->c, .dir = w->sb };
+	size_t sl = strlen(w->sb), hl = strlen(w->host);
+	_cleanup_close_ int sub = -EBADF;
+	bool made;
+	int r;
+
+	if (depth >= COPY_DEPTH_MAX)
+		return ts_err(err, -ELOOP, "`%s`: more than %d levels of directories", w->sb,
+			      COPY_DEPTH_MAX);
+	made = mkdirat(dfd, name, 0700) == 0;
+	if (!made && errno != EEXIST)
+		return ts_err_errno(err, -errno, "create `%s`", w->host);
+	/* an existing host symlink is never a way in */
+	sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub < 0 && (errno == ENOTDIR || errno == ELOOP))
+		return ts_err(err, -ENOTDIR, "`%s` exists and is not a directory", w->host);
+	if (sub < 0)
+		return ts_err_errno(err, -errno, "open `%s`", w->host);
+	r = ts_files_list(w->c->conn, w->sb, 1, collect, &es, err);
+	for (size_t i = 0; i < es.n && r == 0; i++) {
+		if (push(w->sb, sl, es.v[i].name) < 0 || push(w->host, hl, es.v[i].name) < 0)
+			r = ts_err(err, -ENAMETOOLONG, "`%s/%s`: path too long", w->host,
+				   es.v[i].name);
+		else
+			r = copy_out_at(w, es.v[i].type, es.v[i].mode, sub, es.v[i].name, depth + 1,
+					err);
+		w->sb[sl] = '\0';
+		w->host[hl] = '\0';
+	}
+	for (size_t i = 0; i < es.n; i++)
+		free(es.v[i].name);
+	free(es.v);
+	if (r == 0 && made && fchmod(sub, (mode & 0777) | 0700) < 0)
+		r = ts_err_errno(err, -errno, "chmod `%s`", w->host);
+	return r;
+}
+
+static int copy_out_at(struct walk *w, enum ts_file_type type, unsigned mode, int dfd,
+		       const char *name, int depth, struct ts_error *err)
+{
+	switch (type) {
+	case TS_FILE_TYPE_FILE:
+		return copy_out_file(w, mode, dfd, name, err);
+	case TS_FILE_TYPE_DIR:
+		return copy_out_dir(w, mode, dfd, name, depth, err);
+	case TS_FILE_TYPE_SYMLINK:
+		/* A link made on the host would point into the host's tree (FA-12). */
+		warn(w->c, "skipped `%s`: a symlink in the sandbox (cp copies no symlinks)", w->sb);
+		return 0;
+	default:
+		warn(w->c, "skipped `%s`: not a regular file or directory", w->sb);
+		return 0;
+	}
+}
+
+int ts_files_copy_out(struct ts_copy *c, const char *src, int dst_dirfd, const char *dst_name,
+		      const char *dst_shown, struct ts_error *err)
+{
+	_cleanup_free_ struct walk *w = calloc(1, sizeof(*w));
+	_cleanup_free_ struct ts_file_info *info = malloc(sizeof(*info));
+	int r;
+
+	if (!w || !info)
+		return ts_err(err, -ENOMEM, "out of memory");
+	if (!ts_files_name_ok(dst_name))
+		return ts_err(err, -EINVAL, "`%s`: not a usable name", dst_shown);
+	w->c = c;
+	if (snprintf(w->sb, sizeof(w->sb), "%s", src) >= (int)sizeof(w->sb) ||
+	    snprintf(w->host, sizeof(w->host), "%s", dst_shown) >= (int)sizeof(w->host))
+		return ts_err(err, -ENAMETOOLONG, "path too long");
+	r = ts_files_stat(c->conn, src, info, err);
+	if (r < 0)
+		return r;
+	return copy_out_at(w, info->type, info->mode, dst_dirfd, dst_name, 0, err);
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The host side of a sandbox's file operations (TS_CTL_FILE in ctl.h), over a control
+ * connection from ts_sandbox_connect(). Requests run one at a time on a connection.
+ *
+ * What the sandbox sends is untrusted (its init runs under the sandbox's control): reply
+ * types, request ids, data sizes and offsets, entry fields and error codes are checked,
+ * and error messages and names are made safe to print (ts_files_sanitize). A reply that
+ * breaks the protocol fails the call with EPROTO and shuts the connection down: a stream
+ * that cannot be trusted is not used again.
+ *
+ * Sandbox paths are absolute, or relative to the sandbox user's home; `..` is refused by
+ * the sandbox (see runtime/files.h for how paths resolve and what is protected).
+ */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define TS_FILES_MAX_ENTRIES 100000 /* one LIST; more is a protocol error */
+
+enum ts_file_type {
+	TS_FILE_TYPE_FILE,
+	TS_FILE_TYPE_DIR,
+	TS_FILE_TYPE_SYMLINK,
+	TS_FILE_TYPE_OTHER,
+};
+
+struct ts_file_info {
+	char path[PATH_MAX]; /* stat: the absolute sandbox path; list: relative to the dir */
+	enum ts_file_type type;
+	unsigned mode; /* permission bits (07777) */
+	uint64_t size;
+	uint64_t mtime_ms;     /* ms since the epoch */
+	uint32_t uid, gid;     /* as seen inside the sandbox */
+	char target[PATH_MAX]; /* a symlink's target as stored, else "" */
+};
+
+/* Copy the sandbox file at path to out_fd. 0 or -errno (the sandbox's code, EPROTO). */
+int ts_files_read_to_fd(int conn, const char *path, int out_fd, struct ts_error *err);
+
+/*
+ * Replace the sandbox file at path with everything read from in_fd (atomically: the
+ * sandbox keeps the old file until all of it arrived), creating missing directories.
+ * mode: permission bits, or -1 for the existing file's (0644 for a new one). When
+ * reading in_fd fails the write is abandoned by shutting the connection down.
+ * 0 or -errno (EPERM for a protected path).
+ */
+int ts_files_write_from_fd(int conn, const char *path, int mode, int in_fd, struct ts_error *err);
+
+/* Called for each entry of a listing; a negative return stops it (and is returned). */
+typedef int (*ts_files_list_fn)(const struct ts_file_info *e, void *userdata, struct ts_error *err);
+
+/* List the directory path, depth levels deep (1: its entries; at most 16), symlinks not
+ * followed. -E2BIG past 100000 entries (the sandbox's limit). 0 or -errno. */
+int ts_files_list(int conn, const char *path, unsigned depth, ts_files_list_fn fn, void *userdata,
+		  struct ts_error *err);
+
+/* lstat path in the sandbox. 0 or -errno. */
+int ts_files_stat(int conn, const char *path, struct ts_file_info *ret, struct ts_error *err);
+
+/* mkdir -p path; mode for the last directory. 0 or -errno. */
+int ts_files_mkdir(int conn, const char *path, unsigned mode, struct ts_error *err);
+
+/* rm -rf path, never following a link. 0 or -errno. */
+int ts_files_remove(int conn, const char *path, struct ts_error *err);
+
+/* rename(2) inside the sandbox: an existing target is replaced. 0 or -errno. */
+int ts_files_rename(int conn, const char *from, const char *to, struct ts_error *err);
+
+/* Copies of whole trees between the host and a sandbox (toren-sandbox cp). */
+struct ts_copy {
+	int conn;
+	unsigned skipped; /* entries left out: symlinks, special files, protected names */
+	void (*warn)(void *userdata, const char *msg); /* told about each; may be NULL */
+	void *userdata;
+};
+
+/*
+ * Copy the host file or directory open as src_fd to the sandbox path dst (the new
+ * file's or directory's own path). Directories are copied recursively through fds
+ * opened with O_NOFOLLOW; symlinks, special files and entries the sandbox refuses as
+ * protected are skipped (counted in c->skipped, told to c->warn). Modes keep their
+ * permission bits (directories get u+rwx). src_shown names src in messages. 0 or -errno.
+ */
+int ts_files_copy_in(struct ts_copy *c, int src_fd, const char *src_shown, const char *dst,
+		     struct ts_error *err);
+
+/*
+ * Copy the sandbox file or directory src to dst_name in the host directory dst_dirfd.
+ * Everything is created relative to directory fds, with O_NOFOLLOW and O_EXCL, under
+ * names the sandbox sent only after ts_files_name_ok; a file replaces an existing one
+ * through a temporary file and rename (an existing host symlink is replaced, never
+ * written through). Sandbox symlinks and special files are skipped (c->skipped), no
+ * setuid, setgid or sticky bit is copied. dst_shown names the destination in messages.
+ * 0 or -errno.
+ */
+int ts_files_copy_out(struct ts_copy *c, const char *src, int dst_dirfd, const char *dst_name,
+		      const char *dst_shown, struct ts_error *err);
+
+/* Is name (sent by a sandbox) a plain file name: not empty, not `.` or `..`, no `/`,
+ * at most NAME_MAX bytes? */
+bool ts_files_name_ok(const char *name);
+
+/* Make s safe to print: control characters (C0, DEL, and C1 encoded as UTF-8) become
+ * `?`. */
+void ts_files_sanitize(char *s);

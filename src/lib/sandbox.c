@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "ctl.h"
+#include "launch.h"
+#include "paths.h"
+#include "syscall.h"
+#include "util.h"
+
+#define TS_DEFAULT_TTL_MS (30LL * 60 * 1000)
+#define TS_STOP_WAIT_MS 5000
+
+static long long realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What create was asked, resolved (env values taken from the host now), as JSON: start
+ * rebuilds the same sandbox from it. */
+static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_ws)
+{
+	json_t *spec = json_object(), *env = json_array();
+	char *out;
+
+	for (char **e = o->env; e && *e; e++) {
+		if (strchr(*e, '=')) {
+			json_array_append_new(env, json_string(*e));
+		} else {
+			const char *v = getenv(*e);
+			char *kv;
+
+			if (!v || asprintf(&kv, "%s=%s", *e, v) < 0)
+				continue;
+			json_array_append_new(env, json_string(kv));
+			free(kv);
+		}
+	}
+	json_object_set_new(spec, "image", o->image ? json_string(o->image) : json_null());
+	json_object_set_new(spec, "policy",
+			    o->policy_file ? json_string(o->policy_file) : json_null());
+	json_object_set_new(spec, "env", env);
+	json_object_set_new(spec, "user", json_string(o->as_root ? "root" : "user"));
+	json_object_set_new(spec, "memory", json_integer((json_int_t)o->memory_bytes));
+	json_object_set_new(spec, "pids", json_integer((json_int_t)o->pids));
+	json_object_set_new(spec, "cpus", json_real(o->cpus));
+	json_object_set_new(spec, "workspace", json_string(ws));
+	json_object_set_new(spec, "own_workspace", json_boolean(own_ws));
+	out = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(spec);
+	return out;
+}
+
+static char *labels_json(char **labels, struct ts_error *err)
+{
+	json_t *obj = json_object();
+	char *out;
+
+	for (char **l = labels; l && *l; l++) {
+		const char *eq = strchr(*l, '=');
+		char key[128];
+
+		if (!eq || eq == *l || (size_t)(eq - *l) >= sizeof(key) || strlen(eq + 1) > 256) {
+			json_decref(obj);
+			ts_err(err, -EINVAL, "bad label `%s`: want KEY=VALUE", *l);
+			return NULL;
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - *l), *l);
+		json_object_set_new(obj, key, json_string(eq + 1));
+	}
+	out = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(obj);
+	return out;
+}
+
+/* The run options and policy a record's spec describes. */
+static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *o,
+			  struct ts_policy *pol, char *image, size_t image_len,
+			  struct ts_error *err)
+{
+	json_error_t jerr;
+	json_t *spec = json_loads(rec->spec ? rec->spec : "{}", 0, &jerr), *v;
+	struct ts_paths paths;
+	char defpol[4200];
+	size_t i;
+	int r;
+
+	if (!spec)
+		return ts_err(err, -EINVAL, "sandbox `%s`: bad recorded spec: %s", rec->id,
+			      jerr.text);
+	memset(o, 0, sizeof(*o));
+	r = ts_paths_init(&paths, err);
+	if (r < 0)
+		goto out;
+	snprintf(defpol, sizeof(defpol), "%s/default.yaml", paths.policy_dir);
+	if (access(defpol, F_OK) == 0 && (r = ts_policy_load(pol, defpol, err)) < 0)
+		goto out;
+	v = json_object_get(spec, "policy");
+	if (json_is_string(v) && (r = ts_policy_load(pol, json_string_value(v), err)) < 0)
+		goto out;
+	json_array_foreach(json_object_get(spec, "env"), i, v) {
+		if (json_is_string(v) &&
+		    (r = ts_policy_add_env(pol, json_string_value(v), err)) < 0)
+			goto out;
+	}
+	v = json_object_get(spec, "memory");
+	if (json_integer_value(v) > 0)
+		pol->memory_bytes = (unsigned long long)json_integer_value(v);
+	v = json_object_get(spec, "pids");
+	if (json_integer_value(v) > 0)
+		pol->pids = (unsigned long long)json_integer_value(v);
+	v = json_object_get(spec, "cpus");
+	if (json_number_value(v) > 0)
+		pol->cpus = json_number_value(v);
+	/* the timeout of a policy bounds `run`; a durable sandbox has its ttl instead */
+	pol->timeout_ms = 0;
+	v = json_object_get(spec, "image");
+	if (json_is_string(v)) {
+		snprintf(image, image_len, "%s", json_string_value(v));
+		o->image = image;
+	}
+	o->as_root = json_is_string(json_object_get(spec, "user")) &&
+		     !strcmp(json_string_value(json_object_get(spec, "user")), "root");
+	if (json_is_false(json_object_get(spec, "own_workspace")))
+		o->workspace = rec->workspace;
+	o->policy = pol;
+	o->durable_id = rec->id;
+	r = 0;
+out:
+	json_decref(spec);
+	return r;
+}
+
+bool ts_sandbox_running(struct ts_sandbox_rec *rec)
+{
+	if (rec->init_pid > 0 && ts_proc_alive(rec->init_pid, rec->init_start))
+		return true;
+	snprintf(rec->state, sizeof(rec->state), "stopped");
+	rec->init_pid = 0;
+	return false;
+}
+
+int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err)
+{
+	struct ts_run_opts o;
+	struct ts_policy pol;
+	char image[4096];
+	pid_t init = 0;
+	int r;
+
+	if (ts_sandbox_running(rec))
+		return 0;
+	ts_policy_init(&pol);
+	r = opts_from_spec(rec, &o, &pol, image, sizeof(image), err);
+	if (r >= 0)
+		r = ts_launch_durable(&o, &init, err);
+	ts_policy_free(&pol);
+	if (r < 0)
+		return ts_err_prefix(err, r, "start `%s`", rec->id);
+	rec->init_pid = init;
+	rec->init_start = ts_proc_start_time(init);
+	rec->started_ms = rec->last_activity_ms = realtime_ms();
+	snprintf(rec->state, sizeof(rec->state), "running");
+	return ts_store_update(st, rec, err);
+}
+
+int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec,
+		      struct ts_error *err)
+{
+	struct ts_paths paths;
+	struct ts_store *st = NULL;
+	char ws[4096];
+	bool own_ws = !o->workspace;
+	int r;
+
+	memset(rec, 0, sizeof(*rec));
+	r = ts_paths_init(&paths, err);
+	if (r < 0)
+		return r;
+	r = ts_id_new(rec->id, err);
+	if (r < 0)
+		return r;
+	if (o->name)
+		snprintf(rec->name, sizeof(rec->name), "%s", o->name);
+	if (ts_path_join(rec->dir, sizeof(rec->dir), paths.root, rec->id) < 0)
+		return ts_err(err, -ENAMETOOLONG, "sandbox path too long");
+	if (o->workspace) {
+		if (!realpath(o->workspace, ws))
+			return ts_err_errno(err, -errno, "workspace `%s`", o->workspace);
+	} else {
+		if (ts_path_join(ws, sizeof(ws), rec->dir, "workspace") < 0)
+			return ts_err(err, -ENAMETOOLONG, "workspace path too long");
+	}
+	snprintf(rec->workspace, sizeof(rec->workspace), "%s", ws);
+	rec->spec = spec_json(o, ws, own_ws);
+	rec->labels = labels_json(o->labels, err);
+	if (!rec->spec || !rec->labels) {
+		r = rec->labels ? ts_err(err, -ENOMEM, "build spec") : -EINVAL;
+		goto fail;
+	}
+	rec->created_ms = rec->last_activity_ms = realtime_ms();
+	rec->ttl_ms = o->ttl_ms < 0 ? TS_DEFAULT_TTL_MS : o->ttl_ms;
+	rec->ttl_absolute = o->ttl_absolute;
+	rec->owner_pid = o->owner_pid;
+	rec->owner_start = o->owner_pid ? ts_proc_start_time(o->owner_pid) : 0;
+	if (o->owner_pid && !rec->owner_start) {
+		r = ts_err(err, -ESRCH, "owner process %d does not exist", (int)o->owner_pid);
+		goto fail;
+	}
+	snprintf(rec->state, sizeof(rec->state), "stopped");
+	r = ts_store_open(&st, paths.root, err);
+	if (r < 0)
+		goto fail;
+	r = ts_store_insert(st, rec, err);
+	if (r < 0)
+		goto fail;
+	r = ts_sandbox_start(st, rec, err);
+	if (r < 0) {
+		/* as if never attempted: the record and what start made go again */
+		struct ts_error ignore;
+		char sub[4200];
+
+		ts_store_delete(st, rec->id, &ignore);
+		if (own_ws) {
+			ts_rm_rf_at(AT_FDCWD, rec->dir);
+		} else {
+			static const char *const parts[] = { "upper", "work", "run", "logs" };
+
+			for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+				snprintf(sub, sizeof(sub), "%s/%s", rec->dir, parts[i]);
+				ts_rm_rf_at(AT_FDCWD, sub);
+			}
+			rmdir(rec->dir);
+		}
+		goto fail;
+	}
+	ts_store_close(st);
+	return 0;
+fail:
+	ts_store_close(st);
+	return r;
+}
+
+int ts_sandbox_connect(const struct ts_sandbox_rec *rec, struct ts_error *err)
+{
+	_cleanup_close_ int runfd = -EBADF, fd = -EBADF;
+	struct sockaddr_un sa;
+	struct ts_ctl_msg m = { 0 };
+	uint64_t version = 0;
+	char run[4200];
+	int r;
+
+	snprintf(run, sizeof(run), "%s/run", rec->dir);
+	runfd = open(run, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (runfd < 0)
+		return ts_err_errno(err, -errno, "sandbox `%s`: open `%s`", rec->id, run);
+	if (ts_unix_addr(&sa, run, runfd, "control.sock") < 0)
+		return ts_err(err, -ENAMETOOLONG, "control socket path too long");
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return ts_err_errno(err, -errno, "sandbox `%s` is not answering", rec->id);
+	ts_ctl_msg_init(&m, TS_CTL_HELLO, 0);
+	ts_ctl_put_u64(&m, TS_T_VERSION, TS_CTL_VERSION);
+	r = ts_ctl_send(fd, &m, NULL, 0);
+	ts_ctl_msg_free(&m);
+	if (r >= 0)
+		r = ts_ctl_recv(fd, &m);
+	if (r < 0)
+		return ts_err_errno(err, r, "sandbox `%s`: hello", rec->id);
+	r = m.type == TS_CTL_HELLO ? ts_ctl_get_u64(&m, TS_T_VERSION, &version) : -EPROTO;
+	ts_ctl_msg_free(&m);
+	if (r < 0 || version != TS_CTL_VERSION)
+		return ts_err(err, -EPROTO, "sandbox `%s` speaks protocol %llu, we speak %d",
+			      rec->id, (unsigned long long)version, TS_CTL_VERSION);
+	return TAKE_FD(fd);
+}
+
+int ts_sandbox_query(const struct ts_sandbox_rec *rec, uint64_t *idle_ms, uint64_t *attached,
+		     struct ts_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	struct ts_ctl_msg m = { 0 };
+	int r;
+
+	fd = ts_sandbox_connect(rec, err);
+	if (fd < 0)
+		return fd;
+	ts_ctl_msg_init(&m, TS_CTL_HELLO, 1);
+	ts_ctl_put_u64(&m, TS_T_VERSION, TS_CTL_VERSION);
+	r = ts_ctl_send(fd, &m, NULL, 0);
+	ts_ctl_msg_free(&m);
+	if (r >= 0)
+		r = ts_ctl_recv(fd, &m);
+	if (r < 0)
+		return ts_err_errno(err, r, "sandbox `%s`: query", rec->id);
+	*idle_ms = *attached = 0;
+	if (m.type != TS_CTL_HELLO || ts_ctl_get_u64(&m, TS_T_IDLE_MS, idle_ms) < 0 ||
+	    ts_ctl_get_u64(&m, TS_T_ATTACHED, attached) < 0)
+		r = ts_err(err, -EPROTO, "sandbox `%s`: bad query reply", rec->id);
+	ts_ctl_msg_free(&m);
+	return r < 0 ? r : 0;
+}
+
+/* Wait until the process behind pidfd is gone, up to ms. True when gone. */
+static bool wait_gone(int pidfd, int ms)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, ms) > 0;
+}
+
+int ts_sandbox_stop(struct ts_store *st, struct ts_sandbox_rec *rec, unsigned grace_ms,
+		    struct ts_error *err)
+{
+	_cleanup_close_ int pidfd = -EBADF;
+	int r;
+
+	if (!ts_sandbox_running(rec))
+		return ts_store_update(st, rec, err);
+	/* a pidfd first, then the start-time check again: from here on the pid cannot be
+	 * recycled under us (RT-09) */
+	pidfd = ts_pidfd_open(rec->init_pid, 0);
+	if (pidfd < 0 || !ts_proc_alive(rec->init_pid, rec->init_start)) {
+		ts_sandbox_running(rec);
+		return ts_store_update(st, rec, err);
+	}
+	{
+		struct ts_error ignore;
+		int fd = ts_sandbox_connect(rec, &ignore);
+
+		if (fd >= 0) {
+			struct ts_ctl_msg m = { 0 };
+
+			ts_ctl_msg_init(&m, TS_CTL_SHUTDOWN, 1);
+			ts_ctl_send(fd, &m, NULL, 0);
+			ts_ctl_msg_free(&m);
+			close(fd);
+		} else {
+			ts_pidfd_send_signal(pidfd, SIGTERM, NULL, 0);
+		}
+	}
+	/* init gives its processes a grace period itself; past ours, kill the namespace */
+	if (!wait_gone(pidfd, (int)grace_ms + 2500)) {
+		ts_pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+		if (!wait_gone(pidfd, TS_STOP_WAIT_MS))
+			return ts_err(err, -ETIMEDOUT, "sandbox `%s`: init %d does not die",
+				      rec->id, (int)rec->init_pid);
+	}
+	rec->init_pid = 0;
+	rec->init_start = 0;
+	snprintf(rec->state, sizeof(rec->state), "stopped");
+	r = ts_store_update(st, rec, err);
+	return r;
+}

@@ -1,0 +1,140 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Durable sandboxes: create, exec (attached, -i, -d, -t), ps, logs -f, kill, stop/start
+# keeping the workspace and the upper layer, background servers reached over the
+# sandbox's loopback, many sandboxes isolated from each other, and recovery after
+# kill -9 of init or of the CLI. TAP; runs under modes.sh.
+set -u
+cli=$TS_CLI
+n=0 failed=0
+t() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi; }
+is() { if [ "$1" = "$2" ]; then t 0 "$3"; else t 1 "$3 (got '$1', want '$2')"; fi; }
+tmp=$(mktemp -d /tmp/ts-life-XXXXXX)
+ids=()
+cleanup() {
+	for id in "${ids[@]}"; do timeout 30 "$cli" stop "$id" >/dev/null 2>&1; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+ts() { timeout 60 "$cli" "$@"; }
+create() { local id; id=$(ts create "$@" | tail -n 1) && ids+=("$id") && echo "$id"; }
+
+id=$(create --name "life-$$")
+[ -n "$id" ] && [ ${#id} = 12 ]; t $? "create prints the new id on the last line ($id)"
+is "$(ts exec "$id" -- sh -c 'echo $(id -u):$PWD')" "1000:/home/user" "exec runs as user in /home/user"
+is "$(ts exec "life-$$" -- echo by-name)" by-name "the name works wherever an id does"
+is "$(ts exec "${id:0:6}" -- echo by-prefix)" by-prefix "an id prefix works"
+ts exec "$id" -- sh -c 'exit 9'; is $? 9 "exec passes the exit status"
+ts exec "$id" -- sh -c 'kill -TERM $$'; is $? 143 "a signalled command gives 128+N"
+is "$(echo piped | ts exec -i "$id" -- cat)" piped "exec -i streams stdin"
+is "$(echo ignored | ts exec "$id" -- cat)" "" "without -i stdin is /dev/null"
+ts exec "$id" -- /nonexistent 2>/dev/null; is $? 127 "a missing command gives 127"
+
+# init is PID 1 and stays up between commands
+is "$(ts exec "$id" -- sh -c 'cat /proc/1/comm')" toren-init "init is PID 1"
+ts exec "$id" -- sh -c 'echo persisted > /home/user/f; echo up > /tmp/t'
+is "$(ts exec "$id" -- cat /home/user/f /tmp/t | tr '\n' ' ')" "persisted up " "state persists between execs while running"
+
+# background processes: -d, ps, logs (-f after the starting client is gone), kill
+proc=$(ts exec -d "$id" -- sh -c 'for i in 1 2 3; do echo line$i; sleep 0.3; done; echo done >&2')
+[ -n "$proc" ] && [ "$proc" -gt 0 ] 2>/dev/null; t $? "exec -d prints a process id ($proc)"
+out=$(ts logs -f "$id" "$proc")
+is "$(echo $out)" "line1 line2 line3 done" "logs -f follows a background process started by a client that has exited"
+ts ps "$id" | grep -q "^$proc .*exited"; t $? "ps shows the finished background process"
+ts ps --json "$id" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert any(p["state"]=="exited" for p in d)'; t $? "ps --json parses"
+proc2=$(ts exec -d "$id" -- sh -c 'sleep 300 & sleep 300 & wait')
+sleep 0.5
+n_sleep=$(ts exec "$id" -- sh -c 'pgrep -c -x sleep')
+is "$n_sleep" 2 "a background job runs ($proc2)"
+ts kill "$id" "$proc2" TERM; is $? 0 "kill signals a background process"
+sleep 0.5
+is "$(ts exec "$id" -- sh -c 'pgrep -c -x sleep || true')" 0 "kill ends the whole process group"
+ts kill "$id" "$proc2" 2>/dev/null; [ $? != 0 ]; t $? "kill of an exited process is an error"
+ts kill "$id" 99999 2>/dev/null; [ $? != 0 ]; t $? "kill of an unknown process is an error"
+ts kill "$id" "$proc" BOGUS 2>/dev/null; is $? 2 "a bad signal name is a usage error"
+
+# a server in the background, reached from a second exec over the sandbox's loopback
+ts exec -d "$id" -- python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null
+out=""
+for i in $(seq 1 50); do
+	out=$(ts exec "$id" -- python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:8765/f").read().decode().strip())' 2>/dev/null) && break
+	sleep 0.2
+done
+is "$out" persisted "a background http.server is reached from another exec over loopback"
+if command -v curl >/dev/null; then
+	curl -s -m 2 http://127.0.0.1:8765/ >/dev/null; [ $? != 0 ]; t $? "the sandbox's server is not reachable from the host"
+fi
+
+# -t: a real terminal
+out=$(timeout 30 script -qec "$cli exec -t $id -- sh -c 'tty; stty size'" /dev/null </dev/null 2>&1)
+case $out in *"/dev/pts/"*) t 0 "exec -t gives a pty";; *) t 1 "exec -t: $out";; esac
+
+# stop / start keep the workspace and the upper layer
+ts stop "$id"; is $? 0 "stop"
+ts exec "$id" -- true >/dev/null 2>&1 # the next exec rebuilds a stopped sandbox
+is "$(ts exec "$id" -- cat /home/user/f)" persisted "files written before stop are there after start"
+ts stop "$id" && ts start "$id"; is $? 0 "stop then start"
+is "$(ts exec "$id" -- sh -c 'cat /tmp/t 2>/dev/null || echo fresh-tmp')" fresh-tmp "tmpfs /tmp is fresh after a restart"
+ts exec "$id" -- sh -c 'mkdir -p ~/.local/lib && echo pkg > ~/.local/lib/installed'
+ts restart "$id"; is $? 0 "restart"
+is "$(ts exec "$id" -- cat /home/user/.local/lib/installed)" pkg "what was installed under /home/user survives restart"
+if [ "$TS_MODE" != userns ]; then
+	rid=$(create --user root)
+	ts exec "$rid" -- sh -c 'echo root-upper > /root-file' 2>/dev/null
+	ts exec "$rid" -- sh -c 'mkdir -p /opt/x 2>/dev/null; id -u' >/dev/null
+	ts restart "$rid"
+	is "$(ts exec "$rid" -- id -u)" 0 "a --user root sandbox runs its commands as root"
+fi
+
+# kill -9 of init: no orphan, the next exec works
+dir=$(ts inspect "$id" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["dir"])' 2>/dev/null)
+initpid=$(ts inspect "$id" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["init"]["pid"])' 2>/dev/null)
+marker="ts-life-orphan-$$"
+ts exec -d "$id" -- bash -c "exec -a $marker sleep 300" >/dev/null
+sleep 0.3
+if [ -n "$initpid" ] && kill -0 "$initpid" 2>/dev/null; then
+	kill -9 "$initpid"; sleep 0.5
+	pgrep -f "$marker" >/dev/null; [ $? = 1 ]; t $? "kill -9 of init leaves no process behind"
+	is "$(ts exec "$id" -- cat /home/user/f)" persisted "the next exec after kill -9 of init rebuilds the sandbox"
+else
+	t 1 "inspect gives init's pid (got '$initpid')"
+fi
+# kill -9 of the CLI mid-command: the command is the sandbox's, the sandbox stays usable
+ts exec "$id" -- bash -c "exec -a $marker-cli sleep 2" & cpid=$!
+sleep 0.5; kill -9 $cpid; wait $cpid 2>/dev/null
+is "$(ts exec "$id" -- echo alive)" alive "kill -9 of the CLI mid-command leaves the sandbox usable"
+sleep 2
+pgrep -f "$marker-cli" >/dev/null; [ $? = 1 ]; t $? "the command of a killed CLI finishes and is reaped"
+
+# many sandboxes at once, isolated from each other
+many=()
+for i in $(seq 1 20); do many+=("$(create --ttl 0)"); done
+ok=0
+for i in $(seq 0 19); do
+	ts exec "${many[$i]}" -- sh -c "echo $i > /home/user/mine; echo $i > /tmp/mine" && ok=$((ok + 1))
+done
+is "$ok" 20 "20 sandboxes alive at once"
+ts exec -d "${many[0]}" -- python3 -m http.server 8766 --bind 127.0.0.1 >/dev/null
+ts exec -d "${many[0]}" -- bash -c "exec -a $marker-iso sleep 300" >/dev/null
+sleep 1
+leak=0
+for i in $(seq 1 19); do
+	out=$(ts exec "${many[$i]}" -- sh -c 'cat /home/user/mine /tmp/mine | tr "\n" " "; pgrep -f "'"${marker}"'-i[s]o" >/dev/null && echo SEEN; python3 -c "import socket; s=socket.socket(); s.settimeout(1); print(\"CONNECTED\" if s.connect_ex((\"127.0.0.1\", 8766)) == 0 else \"\")"')
+	[ "$(echo $out)" = "$i $i" ] || { leak=1; echo "# sandbox $i saw: $out"; }
+done
+is "$leak" 0 "a file, a process and a loopback port of one sandbox are invisible in 19 others"
+for m in "${many[@]}"; do ts stop "$m" >/dev/null 2>&1; done
+
+# bad input: a typed error, nothing changed
+ts exec nosuch-sandbox -- true 2>"$tmp/err"; st=$?
+[ $st != 0 ] && grep -q 'no sandbox' "$tmp/err"; t $? "exec of an unknown id is a typed error"
+ts stop nosuch-sandbox 2>/dev/null; [ $? != 0 ]; t $? "stop of an unknown id fails"
+ts exec "$id" 2>/dev/null; is $? 2 "exec without a command is a usage error"
+ts create --ttl forever 2>/dev/null; is $? 2 "create with a bad --ttl is a usage error"
+ts create --name "life-$$" 2>"$tmp/err" >/dev/null; [ $? != 0 ] && grep -qi 'name' "$tmp/err"; t $? "a taken name is refused"
+ts logs "$id" abc 2>/dev/null; is $? 2 "logs with a bad process id is a usage error"
+
+ts stop "$id"; is $? 0 "stop at the end"
+pgrep -f "$marker" >/dev/null; [ $? = 1 ]; t $? "no process of ours is left on the host"
+echo "1..$n"
+[ $failed = 0 ]
