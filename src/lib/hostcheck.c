@@ -127,6 +127,27 @@ bool ts_cgroup_delegated(const char *controller, char *why, size_t len)
 	return true;
 }
 
+void ts_cgroup_remove(const char *name)
+{
+	static const char *const ctrls[] = { "memory", "pids", "cpu", "" };
+	char own[1024], path[2048];
+
+	for (size_t i = 0; i < ELEMENTSOF(ctrls); i++) {
+		const char *mount = ctrls[i][0] ? "/sys/fs/cgroup/" : "/sys/fs/cgroup";
+
+		if (!own_cgroup(ctrls[i], own, sizeof(own)))
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s/toren-sandbox/%s", mount, ctrls[i],
+			 strcmp(own, "/") ? own : "", name);
+		for (int tries = 0; tries < 50; tries++) {
+			/* EBUSY while the kernel still releases the last task */
+			if (rmdir(path) == 0 || errno != EBUSY)
+				break;
+			usleep(2000);
+		}
+	}
+}
+
 static struct ts_check *add(struct ts_check *out, size_t max, size_t *n, const char *name,
 			    enum ts_check_level level)
 {

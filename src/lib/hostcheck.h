@@ -40,3 +40,10 @@ int ts_hostcheck_preflight(struct ts_error *err);
  * enabled, exists. why (if not NULL) says what was found.
  */
 bool ts_cgroup_delegated(const char *controller, char *why, size_t len);
+
+/*
+ * Remove the cgroups the helper made for a sandbox (`toren-sandbox/<name>` under our own
+ * cgroup in each hierarchy), once its last process is gone: a detached sandbox's helper
+ * is not there to do it, and a killed helper could not. Best effort; absent is fine.
+ */
+void ts_cgroup_remove(const char *name);

@@ -60,6 +60,7 @@ struct ts_prepared {
 	bool dir_created; /* $ROOT/<id> was made and must go */
 	int listen_fd;	  /* durable: the control socket init will own */
 	int logs_fd;	  /* durable: $ROOT/<id>/logs */
+	bool used_cgroup; /* limits went to cgroups named ts-<id> */
 };
 
 static void prepared_free(struct ts_prepared *p)
@@ -200,6 +201,7 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 	if (cg) {
 		r |= ts_strv_push(a, "--cgroup");
 		r |= ts_strv_pushf(a, "ts-%s", p->id);
+		p->used_cgroup = true;
 	}
 	return r ? ts_err(err, -ENOMEM, "build limits") : 0;
 }
@@ -788,6 +790,11 @@ static void cleanup(struct ts_prepared *p, const struct ts_run_opts *o)
 {
 	char path[4200];
 
+	/* the helper removes its cgroups; if it was killed, nobody else would */
+	if (p->id[0] && !o->dry_run && p->used_cgroup) {
+		snprintf(path, sizeof(path), "ts-%s", p->id);
+		ts_cgroup_remove(path);
+	}
 	if (!p->dir_created)
 		return;
 	if (o->keep || o->dry_run)

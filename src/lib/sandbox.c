@@ -17,6 +17,7 @@
 
 #include "cleanup.h"
 #include "ctl.h"
+#include "hostcheck.h"
 #include "launch.h"
 #include "paths.h"
 #include "syscall.h"
@@ -148,6 +149,14 @@ out:
 	return r;
 }
 
+static void remove_cgroups(const struct ts_sandbox_rec *rec)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "ts-%s", rec->id);
+	ts_cgroup_remove(name);
+}
+
 bool ts_sandbox_running(struct ts_sandbox_rec *rec)
 {
 	if (rec->init_pid > 0 && ts_proc_alive(rec->init_pid, rec->init_start))
@@ -167,6 +176,8 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_
 
 	if (ts_sandbox_running(rec))
 		return 0;
+	/* left by an init that died (kill -9, OOM, reboot): the name is about to be reused */
+	remove_cgroups(rec);
 	ts_policy_init(&pol);
 	r = opts_from_spec(rec, &o, &pol, image, sizeof(image), err);
 	if (r >= 0)
@@ -368,6 +379,7 @@ int ts_sandbox_stop(struct ts_store *st, struct ts_sandbox_rec *rec, unsigned gr
 	rec->init_pid = 0;
 	rec->init_start = 0;
 	snprintf(rec->state, sizeof(rec->state), "stopped");
+	remove_cgroups(rec);
 	r = ts_store_update(st, rec, err);
 	return r;
 }

@@ -125,6 +125,22 @@ done
 is "$leak" 0 "a file, a process and a loopback port of one sandbox are invisible in 19 others"
 for m in "${many[@]}"; do ts stop "$m" >/dev/null 2>&1; done
 
+# cgroups of a durable sandbox (root: cgroup v1 here) go when it stops, and when an init
+# killed with -9 is replaced
+if [ "$TS_MODE" = root ]; then
+	cid=$(create --pids 64 --memory 128M)
+	is "$(find /sys/fs/cgroup -maxdepth 7 -type d -name "ts-$cid" 2>/dev/null | wc -l)" 2 "a limited durable sandbox has its pids and memory cgroups"
+	ts stop "$cid"
+	is "$(find /sys/fs/cgroup -maxdepth 7 -type d -name "ts-$cid" 2>/dev/null | wc -l)" 0 "stop removes the sandbox's cgroups"
+	ts start "$cid"
+	cinit=$(ts inspect "$cid" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["init"]["pid"])' 2>/dev/null)
+	[ -n "$cinit" ] && kill -9 "$cinit"; sleep 0.5
+	ts exec "$cid" -- true
+	is "$(find /sys/fs/cgroup -maxdepth 7 -type d -name "ts-$cid" 2>/dev/null | wc -l)" 2 "after kill -9 of init the next exec rebuilds with fresh cgroups"
+	ts stop "$cid"
+	is "$(find /sys/fs/cgroup -maxdepth 7 -type d -name "ts-$cid" 2>/dev/null | wc -l)" 0 "and stop leaves none"
+fi
+
 # bad input: a typed error, nothing changed
 ts exec nosuch-sandbox -- true 2>"$tmp/err"; st=$?
 [ $st != 0 ] && grep -q 'no sandbox' "$tmp/err"; t $? "exec of an unknown id is a typed error"
