@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* Shared between the file worker's request handlers (files.c) and its watch (files-watch.c). */
+/* Shared by the file worker's request handlers (files.c), its paths (files-path.c) and its
+ * watch (files-watch.c). */
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "ctl.h"
@@ -51,6 +53,27 @@ int ts_files_open_in_root(const struct ts_files *f, const char *rel, uint64_t fl
 
 /* openat2 of one name under dfd, no symlink anywhere (RESOLVE_NO_SYMLINKS). fd or -errno. */
 int ts_files_open_step(int dfd, const char *name, uint64_t flags);
+
+/* An O_PATH fd of p's parent directory, following symlinks inside the root; with create,
+ * missing directories are made one RESOLVE_NO_SYMLINKS step at a time. fd or -errno. */
+int ts_files_open_parent(const struct ts_files *f, const struct ts_fpath *p, bool create,
+			 struct ts_error *err);
+
+/* May a write-like operation touch dfd/name (never followed)? -EPERM when its name is
+ * protected or it is a mount root; 0 also when it does not exist. */
+int ts_files_check_target(const struct ts_files *f, int dfd, const char *name, const char *shown,
+			  struct ts_error *err);
+
+/* -EPERM when dfd/name is a directory holding a mount root anywhere below it. */
+int ts_files_check_subtree(int dfd, const char *name, const char *shown, struct ts_error *err);
+
+/* Is the inode of st also a mount point somewhere (a protected file reached through a
+ * hard link)? 1, 0, or -errno when /proc/self/mountinfo cannot be read. */
+int ts_files_inode_mounted(const struct stat *st);
+
+/* rm -rf dfd/name on O_NOFOLLOW directory fds; a mount root stops it with -EPERM.
+ * shown (the absolute path) names entries in messages. 0 or -errno. */
+int ts_files_rm_tree(int dfd, const char *name, const char *shown, struct ts_error *err);
 
 /* Add PATH, TYPE, MODE, SIZE, MTIME, UID, GID (and TARGET for a symlink) of dfd/name (not
  * followed; "" is dfd itself) to m. *ret_mode gets st_mode when not NULL. 0 or -errno. */

@@ -32,6 +32,11 @@
  * (/proc/self/mountinfo; refused as well when that cannot be read). A write never
  * writes into an existing inode anyway: it replaces the name (temp file + rename).
  *
+ * Rename has rename(2) semantics: an existing target is replaced (a directory only when
+ * empty); there is no no-replace or exchange mode. A listing stops after 100000 entries
+ * with ERROR E2BIG (after the entries sent). Trees deeper than 256 levels are refused by
+ * remove and rename (ELOOP).
+ *
  * Writes are atomic: the data goes to an O_TMPFILE file in the target's directory (a
  * hidden, exclusively created `.toren-tmp-*` file on file systems without O_TMPFILE),
  * which is fsync'ed and renamed over the target; on any error or a client EOF before

@@ -624,7 +624,9 @@ static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 {
 	int fd = s->conns[ci].fd;
 
-	s->last_activity = ts_now_ms();
+	/* asking how idle we are (reap, ls, inspect) is not itself activity */
+	if (req->type != TS_CTL_HELLO)
+		s->last_activity = ts_now_ms();
 	switch (req->type) {
 	case TS_CTL_HELLO:
 		send_hello(s, fd, req->id);

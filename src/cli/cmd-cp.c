@@ -117,7 +117,12 @@ static int copy_in(struct ts_copy *c, const char *src, const char *dst, struct t
 		if (!name[0])
 			return ts_err(err, -EINVAL,
 				      "cannot name a copy of `/`: give DST as its path");
-		if (snprintf(target, sizeof(target), "%s/%s", dst, name) >= (int)sizeof(target))
+		size_t n = strlen(dst);
+
+		while (n > 1 && dst[n - 1] == '/')
+			n--;
+		if (snprintf(target, sizeof(target), "%.*s%s%s", (int)n, dst,
+			     dst[n - 1] == '/' ? "" : "/", name) >= (int)sizeof(target))
 			return ts_err(err, -ENAMETOOLONG, "`%s/%s`: path too long", dst, name);
 	} else if (r == 0 && S_ISDIR(st.st_mode)) {
 		return ts_err(err, -ENOTDIR, "`%s` exists in the sandbox and is not a directory",

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "sandbox.h"
+#include "store.h"
 #include "util.h"
 
 #define MAX_LIST 256
@@ -83,6 +84,13 @@ int ts_cmd_create(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+e:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_NAME:
+			if (!ts_store_name_valid(optarg)) {
+				fprintf(stderr,
+					"toren-sandbox create: bad --name `%s`: 1-63 of [A-Za-z0-9_.-], "
+					"starting with a letter or digit, not all hex up to 12 chars\n",
+					optarg);
+				return 2;
+			}
 			o.name = optarg;
 			break;
 		case O_WORKSPACE:

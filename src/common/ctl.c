@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "ctl.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -312,25 +313,41 @@ int ts_ctl_conn_read(struct ts_ctl_conn *c, int fd, struct ts_ctl_msg *out)
 	return 1;
 }
 
-int ts_ctl_recv(int fd, struct ts_ctl_msg *out)
+int ts_ctl_recv_timeout(int fd, struct ts_ctl_msg *out, int timeout_ms)
 {
 	struct ts_ctl_conn c;
+	long long deadline = timeout_ms < 0 ? -1 : (long long)ts_now_ms() + timeout_ms;
 	int r;
 
 	ts_ctl_conn_init(&c);
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int wait = -1;
 
 		r = ts_ctl_conn_read(&c, fd, out);
 		if (r != 0)
 			break;
-		if (poll(&p, 1, -1) < 0 && errno != EINTR) {
+		if (deadline >= 0) {
+			long long left = deadline - (long long)ts_now_ms();
+
+			if (left <= 0) {
+				r = -ETIMEDOUT;
+				break;
+			}
+			wait = (int)left;
+		}
+		if (poll(&p, 1, wait) < 0 && errno != EINTR) {
 			r = -errno;
 			break;
 		}
 	}
 	ts_ctl_conn_free(&c);
 	return r;
+}
+
+int ts_ctl_recv(int fd, struct ts_ctl_msg *out)
+{
+	return ts_ctl_recv_timeout(fd, out, -1);
 }
 
 int ts_ctl_send_error(int fd, uint32_t id, int code, const char *fmt, ...)

@@ -155,6 +155,10 @@ int ts_ctl_conn_read(struct ts_ctl_conn *c, int fd, struct ts_ctl_msg *out);
  * 0. */
 int ts_ctl_recv(int fd, struct ts_ctl_msg *out);
 
+/* As ts_ctl_recv, giving up with -ETIMEDOUT after timeout_ms (a peer that stalls, or
+ * sends half a message, cannot hold a caller that has deadlines). */
+int ts_ctl_recv_timeout(int fd, struct ts_ctl_msg *out, int timeout_ms);
+
 /* Reply helpers (server side). */
 int ts_ctl_send_error(int fd, uint32_t id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -21,6 +21,10 @@
 /* Directory levels a copy follows; deeper trees are refused (one fd per level). */
 #define COPY_DEPTH_MAX 256
 
+/* The longest wait for one message of a reply: generous (a commit fsyncs a whole file),
+ * but a sandbox that stalls cannot hold the caller forever. */
+#define REPLY_TIMEOUT_MS (5 * 60 * 1000)
+
 bool ts_files_name_ok(const char *name)
 {
 	size_t n = strlen(name);
@@ -79,10 +83,15 @@ static int recv_reply(int conn, uint32_t id, struct ts_ctl_msg *m, struct ts_err
 {
 	char msg[sizeof(err->msg)];
 	uint64_t code;
-	int r = ts_ctl_recv(conn, m);
+	int r = ts_ctl_recv_timeout(conn, m, REPLY_TIMEOUT_MS);
 
 	if (r == -ECONNRESET)
 		return ts_err(err, -ECONNRESET, "the sandbox closed the connection");
+	if (r == -ETIMEDOUT) {
+		shutdown(conn, SHUT_RDWR);
+		return ts_err(err, r, "the sandbox did not answer for %d s",
+			      REPLY_TIMEOUT_MS / 1000);
+	}
 	if (r < 0)
 		return r == -EBADMSG || r == -E2BIG
 			       ? bad(conn, err, "malformed message")
@@ -478,8 +487,8 @@ static int copy_in_at(struct walk *w, int fd, const struct stat *st, int depth,
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	r = ts_files_write_from_fd(w->c->conn, w->sb, (int)(st->st_mode & 0777), fd, err);
-	if (r == -EPERM) {
-		/* a protected name: the rest of the tree still goes in */
+	if (r == -EPERM && depth > 0) {
+		/* a protected name in a tree: the rest of the tree still goes in */
 		warn(w->c, "skipped `%s`: %s", w->host, err->msg);
 		ts_err_clear(err);
 		return 0;

@@ -9,7 +9,8 @@
  * types, request ids, data sizes and offsets, entry fields and error codes are checked,
  * and error messages and names are made safe to print (ts_files_sanitize). A reply that
  * breaks the protocol fails the call with EPROTO and shuts the connection down: a stream
- * that cannot be trusted is not used again.
+ * that cannot be trusted is not used again. So does a reply message that takes longer
+ * than 5 minutes (ETIMEDOUT).
  *
  * Sandbox paths are absolute, or relative to the sandbox user's home; `..` is refused by
  * the sandbox (see runtime/files.h for how paths resolve and what is protected).
@@ -82,8 +83,8 @@ struct ts_copy {
 /*
  * Copy the host file or directory open as src_fd to the sandbox path dst (the new
  * file's or directory's own path). Directories are copied recursively through fds
- * opened with O_NOFOLLOW; symlinks, special files and entries the sandbox refuses as
- * protected are skipped (counted in c->skipped, told to c->warn). Modes keep their
+ * opened with O_NOFOLLOW; symlinks, special files and files inside the tree that the
+ * sandbox refuses as protected are skipped (counted in c->skipped, told to c->warn). Modes keep their
  * permission bits (directories get u+rwx). src_shown names src in messages. 0 or -errno.
  */
 int ts_files_copy_in(struct ts_copy *c, int src_fd, const char *src_shown, const char *dst,

@@ -661,17 +661,25 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, p
 		posix_spawn_file_actions_t fa;
 		posix_spawnattr_t attr;
 		sigset_t none;
+		int hi[4] = { -1, -1, -1, -1 };
 
 		sigemptyset(&none);
 		posix_spawn_file_actions_init(&fa);
 		posix_spawnattr_init(&attr);
-		posix_spawn_file_actions_adddup2(&fa, bpf, TS_FD_SECCOMP);
-		posix_spawn_file_actions_adddup2(&fa, sp[1], TS_FD_SYNC);
+		/* The sources first go above every target (a source numbered like another
+		 * one's target would be overwritten before it is copied: our caller's fds
+		 * decide the numbers we get). */
+		hi[0] = fcntl(bpf, F_DUPFD_CLOEXEC, 64);
+		hi[1] = fcntl(sp[1], F_DUPFD_CLOEXEC, 64);
+		hi[2] = p->listen_fd >= 0 ? fcntl(p->listen_fd, F_DUPFD_CLOEXEC, 64) : -1;
+		hi[3] = p->logs_fd >= 0 ? fcntl(p->logs_fd, F_DUPFD_CLOEXEC, 64) : -1;
+		posix_spawn_file_actions_adddup2(&fa, hi[0], TS_FD_SECCOMP);
+		posix_spawn_file_actions_adddup2(&fa, hi[1], TS_FD_SYNC);
 		if (p->listen_fd >= 0) {
 			/* a durable init keeps nothing of ours: not our terminal, not the pipe
 			 * our caller reads our output from */
-			posix_spawn_file_actions_adddup2(&fa, p->listen_fd, TS_FD_CONTROL);
-			posix_spawn_file_actions_adddup2(&fa, p->logs_fd, TS_FD_LOGS);
+			posix_spawn_file_actions_adddup2(&fa, hi[2], TS_FD_CONTROL);
+			posix_spawn_file_actions_adddup2(&fa, hi[3], TS_FD_LOGS);
 			for (int k = 0; k < 3; k++)
 				posix_spawn_file_actions_addopen(&fa, k, "/dev/null", O_RDWR, 0);
 		}
@@ -682,9 +690,14 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, p
 		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
 		/* The helper gets no environment of ours: host-side code never honours the
 		 * caller's LD_* or similar (RT-06). */
-		r = posix_spawn(&pid, p->paths.helper, &fa, &attr, p->argv.v, empty_env);
+		r = (hi[0] < 0 || hi[1] < 0 || (p->listen_fd >= 0 && (hi[2] < 0 || hi[3] < 0)))
+			    ? errno
+			    : posix_spawn(&pid, p->paths.helper, &fa, &attr, p->argv.v, empty_env);
 		posix_spawn_file_actions_destroy(&fa);
 		posix_spawnattr_destroy(&attr);
+		for (int k = 0; k < 4; k++)
+			if (hi[k] >= 0)
+				close(hi[k]);
 		if (r != 0) {
 			close(sp[0]);
 			close(sp[1]);

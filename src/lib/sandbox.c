@@ -25,6 +25,9 @@
 
 #define TS_DEFAULT_TTL_MS (30LL * 60 * 1000)
 #define TS_STOP_WAIT_MS 5000
+/* how long init may take to answer HELLO; it serves from a poll loop, so a slow answer
+ * means a stuck or hostile init */
+#define TS_ANSWER_MS 10000
 
 static long long realtime_ms(void)
 {
@@ -294,7 +297,7 @@ int ts_sandbox_connect(const struct ts_sandbox_rec *rec, struct ts_error *err)
 	r = ts_ctl_send(fd, &m, NULL, 0);
 	ts_ctl_msg_free(&m);
 	if (r >= 0)
-		r = ts_ctl_recv(fd, &m);
+		r = ts_ctl_recv_timeout(fd, &m, TS_ANSWER_MS);
 	if (r < 0)
 		return ts_err_errno(err, r, "sandbox `%s`: hello", rec->id);
 	r = m.type == TS_CTL_HELLO ? ts_ctl_get_u64(&m, TS_T_VERSION, &version) : -EPROTO;
@@ -320,7 +323,7 @@ int ts_sandbox_query(const struct ts_sandbox_rec *rec, uint64_t *idle_ms, uint64
 	r = ts_ctl_send(fd, &m, NULL, 0);
 	ts_ctl_msg_free(&m);
 	if (r >= 0)
-		r = ts_ctl_recv(fd, &m);
+		r = ts_ctl_recv_timeout(fd, &m, TS_ANSWER_MS);
 	if (r < 0)
 		return ts_err_errno(err, r, "sandbox `%s`: query", rec->id);
 	*idle_ms = *attached = 0;

@@ -1,0 +1,146 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# `toren-sandbox cp` against a real durable sandbox: copies in and out (files, trees,
+# standard input and output), and the host-side file API cases of security-cases.md
+# (FA-01, FA-04, FA-12, PP-02, PP-03 through cp) with host canaries re-checked from
+# outside. TAP; runs under modes.sh.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/lib.sh"
+
+[ -n "${TS_CLI:-}" ] && [ -x "$TS_CLI" ] || tap_skip_all "TS_CLI is not set or not executable"
+cli=$TS_CLI
+T() { timeout -k 5 "$@"; }
+ts() { T 60 "$cli" "$@"; }
+sha() { sha256sum "$1" 2>/dev/null | cut -d' ' -f1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ts-files-XXXXXX") || exit 1
+chmod 755 "$work"
+ws=$work/ws canary=$work/canary out=$work/out
+id=
+cleanup() {
+	[ -n "$id" ] && T 60 "$cli" rm -f "$id" >/dev/null 2>&1
+	chmod -R u+w "$work" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+mkdir -p "$ws/sub" "$canary" "$out"
+echo "SECRET=1" >"$ws/.env"
+echo "KEY" >"$ws/sub/id_rsa"
+echo keep >"$canary/keep"
+canary_hash=$(sha "$canary/keep")
+env_hash=$(sha "$ws/.env")
+if [ "$(id -u)" = 0 ]; then
+	# root is never mapped: hand the workspace to the sandbox user's host id
+	sbuid=$(T 60 "$cli" run -v -- /usr/bin/true 2>&1 | sed -n 's/.*user is host uid \([0-9]*\).*/\1/p')
+	[ -n "$sbuid" ] && chown -hR "$sbuid:$sbuid" "$ws"
+fi
+
+id=$(ts create --workspace "$ws" 2>"$work/create.err" | tail -n 1)
+if [ -z "$id" ] || ! ts exec "$id" -- true >/dev/null 2>&1; then
+	tap_diag_file "$work/create.err"
+	tap_skip_all "no durable sandbox could be created"
+fi
+tap_ok "create prints the id ($id)"
+
+# --- copy in ---
+printf 'hello\n' >"$work/in.txt"
+ts cp "$work/in.txt" "$id:in.txt"
+tap_is "$?:$(ts exec "$id" -- cat /home/user/in.txt)" "0:hello" "cp a host file in (relative to /home/user)"
+ts cp "$work/in.txt" "$id:/home/user/sub"
+tap_is "$(ts exec "$id" -- cat /home/user/sub/in.txt)" hello "cp into an existing directory keeps the name"
+ts cp "$work/in.txt" "$id:/tmp/new/dir/f"
+tap_is "$(ts exec "$id" -- cat /tmp/new/dir/f)" hello "cp in creates missing parent directories"
+printf 'piped\n' | ts cp - "$id:piped.txt"
+tap_is "$(ts exec "$id" -- cat /home/user/piped.txt)" piped "cp - reads standard input"
+chmod 0750 "$work/in.txt"
+ts cp "$work/in.txt" "$id:mode.txt"
+tap_is "$(ts exec "$id" -- stat -c %a /home/user/mode.txt)" 750 "cp in keeps the permission bits"
+
+mkdir -p "$work/tree/d/e"
+echo 1 >"$work/tree/a"
+echo 2 >"$work/tree/d/e/b"
+echo x >"$work/tree/.env"
+ln -s /etc/passwd "$work/tree/link"
+ts cp "$work/tree" "$id:/tmp/" 2>"$work/err"
+st=$?
+tap_is "$st:$(ts exec "$id" -- sh -c 'cat /tmp/tree/a /tmp/tree/d/e/b' | tr '\n' ' ')" "1:1 2 " \
+	"cp of a host tree: the files arrive, exit 1 for what was skipped"
+ts exec "$id" -- sh -c 'test ! -e /tmp/tree/link && test ! -e /tmp/tree/.env'
+tap_result $? "cp in skips a symlink and a protected name in a tree"
+grep -q 'symlink' "$work/err" && grep -q '.env. is protected' "$work/err"
+tap_result $? "each skip is a warning naming the file"
+
+# --- protected paths and paths that lead out (PP-02, PP-03, FA-01, FA-04) ---
+ts cp "$work/in.txt" "$id:.env" 2>"$work/err"
+tap_is "$?" 1 "PP-02 cp onto .env fails"
+grep -q '`.env` is protected' "$work/err"
+tap_result $? "PP-02 the error says the path is protected ($(head -c 200 "$work/err"))"
+tap_is "$(sha "$ws/.env")" "$env_hash" "PP-02 .env on the host is unchanged"
+ts cp "$work/in.txt" "$id:sub/id_rsa" 2>/dev/null
+tap_is "$?:$(sha "$ws/sub/id_rsa")" "1:$(echo KEY | sha256sum | cut -d' ' -f1)" "PP-02 cp onto a protected file in a subdirectory fails"
+ts cp "$work/in.txt" "$id:new.pem" 2>/dev/null
+tap_is "$?:$(ts exec "$id" -- sh -c 'test -e new.pem && echo there || echo absent')" "1:absent" \
+	"PP-12 a protected name is not created"
+ts cp "$work/in.txt" "$id:../../etc/passwd" 2>"$work/err"
+tap_is "$?" 1 "FA-01 cp to ID:../../etc/passwd fails"
+grep -q '`..` is not allowed' "$work/err"
+tap_result $? "FA-01 the error names the refusal"
+ts cp "$id:../../../etc/passwd" "$out/p" 2>/dev/null
+tap_is "$?:$(test -e "$out/p" && echo there || echo absent)" "1:absent" "FA-01 cp from ID:../../../etc/passwd fails"
+ts exec "$id" -- ln -s /etc/passwd /home/user/lp
+before=$(ts exec "$id" -- sha256sum /etc/passwd)
+ts cp "$work/in.txt" "$id:lp" 2>"$work/err"
+tap_is "$?" 1 "FA-04 cp onto a symlink fails (writes never follow links)"
+tap_is "$(ts exec "$id" -- sha256sum /etc/passwd)" "$before" "FA-04 the link's target is unchanged"
+ts exec "$id" -- ln -s "$canary/keep" /home/user/lc
+ts cp "$work/in.txt" "$id:lc" 2>/dev/null
+tap_is "$?:$(sha "$canary/keep")" "1:$canary_hash" "FA-04 a symlink to a host path: refused, the host file unchanged"
+
+# --- copy out (FA-12) ---
+ts exec "$id" -- sh -c 'mkdir -p t/s && echo a >t/a && echo b >t/s/b && chmod 4755 t/a 2>/dev/null;
+	ln -s /etc/passwd t/abs && ln -s ../../x t/rel && ln -s / t/root && mkfifo t/fifo'
+ts cp "$id:in.txt" "$out/in.txt"
+tap_is "$?:$(cat "$out/in.txt" 2>/dev/null)" "0:hello" "cp a sandbox file out"
+tap_is "$(ts cp "$id:in.txt" -)" hello "cp ID:PATH - writes standard output"
+ts cp "$id:t" "$out" 2>"$work/err"
+tap_is "$?:$(cat "$out/t/a" "$out/t/s/b" 2>/dev/null | tr '\n' ' ')" "1:a b " \
+	"FA-12 cp of a sandbox tree: files arrive, exit 1 for what was skipped"
+n=$(find "$out/t" -type l | wc -l)
+tap_is "$n:$(test -e "$out/t/fifo" && echo fifo)" "0:" "FA-12 no symlink and no FIFO is recreated on the host"
+tap_is "$(stat -c %a "$out/t/a")" 755 "FA-12 no setuid bit arrives on the host"
+test ! -e "$work/x" && test ! -e "$out/x"
+tap_result $? "FA-12 nothing is created outside the destination"
+# a host symlink where a file will be written, and one as the destination itself
+rm -f "$out/t/a"
+ln -s "$canary/keep" "$out/t/a"
+ts cp "$id:t" "$out" 2>/dev/null
+test -f "$out/t/a" && ! test -L "$out/t/a"
+tap_result $? "FA-12 a host symlink in the destination tree is replaced by the file"
+tap_is "$(sha "$canary/keep")" "$canary_hash" "FA-12 ... and never written through"
+ln -s "$canary" "$out/dst"
+ts cp "$id:in.txt" "$out/dst" 2>"$work/err"
+tap_is "$?:$(ls "$canary" | tr '\n' ' ')" "1:keep " "FA-12 a destination that is a host symlink is refused"
+ts cp "$id:in.txt" "$out/dst/" 2>/dev/null
+tap_is "$?:$(cat "$canary/in.txt" 2>/dev/null)" "0:hello" "... and DST/ copies into the directory it points to (control)"
+rm -f "$canary/in.txt"
+
+# --- usage and lookup ---
+ts cp "$work/in.txt" "$out/x" 2>/dev/null
+tap_is "$?" 2 "neither side ID:PATH: usage error"
+ts cp "$id:a" "$id:b" 2>/dev/null
+tap_is "$?" 2 "both sides ID:PATH: usage error"
+ts cp "$work/in.txt" "nosuch-sandbox-$$:x" 2>"$work/err"
+tap_is "$?" 1 "an unknown sandbox is an error"
+ts cp "$id:nonexistent" "$out/n" 2>/dev/null
+tap_is "$?:$(test -e "$out/n" && echo there)" "1:" "a missing sandbox file is an error and creates nothing"
+
+# a stopped sandbox is started, as for exec
+ts stop "$id" >/dev/null 2>&1
+ts cp "$id:in.txt" "$out/after-stop"
+tap_is "$?:$(cat "$out/after-stop" 2>/dev/null)" "0:hello" "cp starts a stopped sandbox around its workspace"
+
+tap_is "$(sha "$canary/keep")" "$canary_hash" "the host canary is unchanged at the end"
+tap_done
