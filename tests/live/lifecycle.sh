@@ -19,6 +19,7 @@ trap cleanup EXIT
 ts() { timeout 60 "$cli" "$@"; }
 create() { local id; id=$(ts create "$@" | tail -n 1) && ids+=("$id") && echo "$id"; }
 
+mounts_before=$(wc -l </proc/self/mountinfo)
 id=$(create --name "life-$$")
 [ -n "$id" ] && [ ${#id} = 12 ]; t $? "create prints the new id on the last line ($id)"
 is "$(ts exec "$id" -- sh -c 'echo $(id -u):$PWD')" "1000:/home/user" "exec runs as user in /home/user"
@@ -151,6 +152,7 @@ ts create --name "life-$$" 2>"$tmp/err" >/dev/null; [ $? != 0 ] && grep -qi 'nam
 ts logs "$id" abc 2>/dev/null; is $? 2 "logs with a bad process id is a usage error"
 
 ts stop "$id"; is $? 0 "stop at the end"
+is "$(wc -l </proc/self/mountinfo)" "$mounts_before" "no mount of any sandbox appears or stays in the host's mount table"
 pgrep -f "$marker" >/dev/null; [ $? = 1 ]; t $? "no process of ours is left on the host"
 echo "1..$n"
 [ $failed = 0 ]

@@ -126,5 +126,43 @@ os.write(fd, b"kill -9 %1; sleep 0.3; exit 0\r")
 finish(pid, fd)
 t(b"Stopped" in out or b"stopped" in out, "Ctrl-Z stops a job in an interactive shell")
 
+# 7. exec -it into a durable sandbox: the debugging entry point
+import subprocess
+sid = subprocess.run([cli, "create", "--ttl", "0"], capture_output=True, text=True,
+                     timeout=60).stdout.strip().splitlines()[-1:]
+sid = sid[0] if sid else ""
+t(len(sid) == 12, f"create for exec -t ({sid!r})")
+if sid:
+    pid, fd = spawn([cli, "exec", "-t", sid, "--", "sh", "-c",
+                     "tty; stty size; trap 'stty size; exit 0' WINCH; echo READY; "
+                     "while :; do sleep 0.2; done"], rows=21, cols=77)
+    out = read_until(fd, b"READY")
+    t(b"/dev/pts/" in out and b"21 77" in out, f"exec -t gives a pty with our size ({out[:60]!r})")
+    time.sleep(0.3)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 90, 0, 0))
+    os.kill(pid, signal.SIGWINCH)
+    out = read_until(fd, b"30 90")
+    st = finish(pid, fd)
+    t(b"30 90" in out and st == 0, f"a resize reaches the command under exec -t ({st})")
+    pid, fd = spawn([cli, "exec", "-t", sid, "--", "sh", "-c",
+                     "trap 'echo GOT-INT; exit 5' INT; echo READY; while :; do sleep 1; done"])
+    ok = b"READY" in read_until(fd, b"READY")
+    os.write(fd, b"\x03")
+    out = read_until(fd, b"GOT-INT")
+    st = finish(pid, fd)
+    t(ok and b"GOT-INT" in out and st == 5, f"Ctrl-C under exec -t reaches the command ({st})")
+    pid, fd = spawn([cli, "exec", "-t", sid, "--", "bash", "--norc", "-i"])
+    read_until(fd, b"$", 10)
+    os.write(fd, b"sleep 100\r")
+    time.sleep(0.8)
+    os.write(fd, b"\x1a")
+    time.sleep(0.5)
+    os.write(fd, b"jobs; echo JOBS-$((1+1))\r")
+    out = read_until(fd, b"JOBS-2")
+    os.write(fd, b"kill -9 %1; sleep 0.3; exit 0\r")
+    finish(pid, fd)
+    t(b"Stopped" in out or b"stopped" in out, "job control works in bash under exec -it")
+    subprocess.run([cli, "rm", "-f", "--purge", sid], capture_output=True, timeout=60)
+
 print(f"1..{n}")
 sys.exit(1 if failed else 0)
