@@ -14,6 +14,9 @@
  * is optional and runs untimed after each run. `%i` in either is replaced by a token
  * unique to the run (for container ids).
  * Leading words `N<PATH` open PATH read-only at fd N in the child.
+ * A word `&&` splits ARGV (or POST) into commands run one after another, like a shell's
+ * `&&` without the shell: the time of ARGV then runs from the first spawn to the last
+ * reap, and a failing command ends the sequence with its status.
  * Round r starts with command r mod K, so no command always runs first or right after
  * the same neighbour.
  *
@@ -114,6 +117,36 @@ static int run(char **argv, int errfd, long long *ns)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* Run argv, split at `&&` words, one command after another; the time covers all of them. */
+static int run_seq(char **argv, int errfd, long long *ns)
+{
+	char *one[MAX_ARGS];
+	long long t0, dummy;
+	int st = 0, i;
+
+	for (i = 0; argv[i] && strcmp(argv[i], "&&") != 0; i++)
+		;
+	if (!argv[i]) /* one command: timed as before, right around spawn and reap */
+		return run(argv, errfd, ns);
+	t0 = now_ns();
+	while (argv[0]) {
+		int n = 0;
+
+		while (argv[n] && strcmp(argv[n], "&&") != 0) {
+			one[n] = argv[n];
+			n++;
+		}
+		one[n] = NULL;
+		st = n ? run(one, errfd, &dummy) : 0;
+		if (st != 0 || !argv[n])
+			break;
+		argv += n + 1;
+	}
+	if (ns)
+		*ns = now_ns() - t0;
+	return st;
+}
+
 int main(int argc, char **argv)
 {
 	static struct cmd cmds[MAX_CMDS];
@@ -185,13 +218,13 @@ int main(int argc, char **argv)
 
 			snprintf(token, sizeof(token), "b%d-%d-%d", (int)getpid(), r + warmup, j);
 			subst(c->argv_tpl, av, bufs, token);
-			st = run(av, errfd, &ns);
+			st = run_seq(av, errfd, &ns);
 			if (c->post_tpl[0]) {
 				char *pav[MAX_ARGS];
 				static char pbufs[MAX_ARGS][512];
 
 				subst(c->post_tpl, pav, pbufs, token);
-				run(pav, nullfd, NULL);
+				run_seq(pav, nullfd, NULL);
 			}
 			if (r < 0)
 				continue;

@@ -8,8 +8,9 @@
  * program it becomes.
  */
 
-/* Copy the program (a host path) into a sealed memfd. The sandbox executes the memfd, so
- * no process inside can ever reach the host file through /proc/1/exe (CVE-2019-5736). */
+/* Open the program (a host path) for execution. When the caller owns it (a build tree),
+ * it is copied into a sealed memfd, so that nothing running as the caller can change
+ * what PID 1 runs (CVE-2019-5736); a file the caller cannot write runs as it is. */
 int ts_proc_open_program(const char *path, int *ret_fd, struct ts_error *err);
 
 /* Become the given ids inside the user namespace; drops supplementary groups when the
