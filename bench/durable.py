@@ -9,7 +9,7 @@ usage:
   durable.py idle-report DIR N                     Markdown from DIR/{m0a,m0b,m1,m1b,m2}.json,
                                                    DIR/procs.json, DIR/crun.json, DIR/times.csv,
                                                    DIR/leftover.txt
-  durable.py phases CLI.st... -- INIT.st...        Markdown: critical path of `exec` from
+  durable.py phases [--full] CLI.st... -- INIT.st...  Markdown: critical path of `exec` from
                                                    `strace -f -ttt -T` of the CLI and of init
   durable.py counts CLI.st                         Markdown: the CLI's syscalls by time
 """
@@ -265,6 +265,9 @@ def one_trace(cli_path, init_path):
 
 
 def cmd_phases(args):
+    full = args[0] == "--full"
+    if full:
+        args = args[1:]
     sep = args.index("--")
     clis, inits = args[:sep], args[sep + 1:]
     runs = []
@@ -307,15 +310,23 @@ def cmd_phases(args):
         ("exit", "exit_group until the tracer sees the exit", "exit"),
         ("**total (traced)**", "", "total"),
     ]
-    print(f"Medians of {len(runs)} traced runs, ms (strace stops the tracee at every "
-          "syscall: a traced run takes much longer than an untraced one, most of all where "
-          "there are many syscalls; read shares and order, not absolute time):\n")
+    if full:
+        print("One run, every syscall of the CLI, init and the command traced, ms:\n")
+    else:
+        print(f"Medians of {len(runs)} traced runs, ms. The CLI stops only at marker "
+              "syscalls (strace --seccomp-bpf); init and its child are traced in full, so "
+              "the `child` rows are inflated most (every syscall a ptrace stop). Read shares "
+              "and order; the untraced table above has the real totals:\n")
     print("| phase | what | traced ms |")
     print("|---|---|---:|")
     for lab, what, k in rows:
         print(f"| {lab} | {what} | {med(k):.2f} |")
     print()
     r0 = runs[0]
+    if not full:
+        print(f"Spawned child before its exec: {r0.get('n_sys_child_pre_exec', '?')} syscalls "
+              f"({r0.get('n_rt_sigaction', '?')} `rt_sigaction`).\n")
+        return
     print(f"Syscalls of the CLI process: {r0['n_sys_cli']} ({r0['n_fsync']} of them "
           "`fdatasync`); of the spawned child before its exec: "
           f"{r0.get('n_sys_child_pre_exec', '?')} ({r0.get('n_rt_sigaction', '?')} "

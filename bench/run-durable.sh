@@ -158,7 +158,7 @@ measure() {
 }
 
 measure_idle() {
-	local d=$1 i t0 t1 id ok pids=() starts=() left=0 n_ok=0
+	local d=$1 i t0 t1 id ok pids=() starts=() left=0 zombies=0 n_ok=0
 	mkdir -p "$d"
 	: >"$d/times.csv"
 	: >"$d/ids"
@@ -199,16 +199,24 @@ measure_idle() {
 	python3 "$HERE/durable.py" meminfo "$d/m2.json"
 	# Is any init of ours left? (same pid and the same start time: not a reused pid)
 	for ps in "${starts[@]}"; do
-		set -- $ps
-		if [ -r "/proc/$1/stat" ] &&
-			[ "$(awk '{print $22}' "/proc/$1/stat" 2>/dev/null)" = "$2" ]; then
-			left=$((left + 1))
+		local pid=${ps% *} start=${ps#* }
+		if [ -r "/proc/$pid/stat" ] &&
+			[ "$(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null)" = "$start" ]; then
+			# a zombie waits for the host's PID 1 (init's parent once the helper is gone)
+			if [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ]; then
+				zombies=$((zombies + 1))
+			else
+				left=$((left + 1))
+			fi
 		fi
 	done
 	n_ok=$("$TOREN" ls --json | jq length)
-	echo "$left of ${#starts[@]} inits still running; \`ls\` lists $n_ok sandboxes; $(grep -c . "$d/errors" || true) lines on stderr" >"$d/leftover.txt"
+	echo "$left of ${#starts[@]} inits still running ($zombies exited, not yet reaped by the host's PID 1); \`ls\` lists $n_ok sandboxes; $(grep -c . "$d/errors" || true) lines on stderr; left under the state root besides the caches and the store: $(find "$TOREN_SANDBOX_ROOT" -mindepth 1 -maxdepth 1 ! -name cache ! -name images ! -name 'state.db*' | wc -l)" >"$d/leftover.txt"
 	python3 "$HERE/durable.py" idle-report "$d" "$IDLE" >"$d/report.md"
 }
+
+# What the traced CLI stops at in the phase runs (durable.py phases needs these).
+CLI_MARKERS=execve,openat,connect,sendmsg,recvmsg,fdatasync,fsync,exit_group
 
 # Traced exec round trips (as root: strace attaches to init; the CLI runs as WHO).
 profile_user() {
@@ -229,7 +237,12 @@ profile_user() {
 			"$TOREN" exec "$id" -- /bin/true
 	done
 	mkdir -p "$WORK/$who.trace"
-	for ((k = 1; k <= TRACES; k++)); do
+	# k = 0: every syscall of the CLI (for the counts); k >= 1: the CLI's marker syscalls
+	# only, filtered in the kernel (--seccomp-bpf: the other syscalls do not stop it). init
+	# and the command it forks are always traced in full (strace -p cannot use the filter).
+	for ((k = 0; k <= TRACES; k++)); do
+		local filt=()
+		[ "$k" = 0 ] || filt=(--seccomp-bpf -e "trace=$CLI_MARKERS")
 		strace -f -ttt -T -q -o "$WORK/$who.trace/init.$k.st" -p "$ip" &
 		spid=$!
 		for _ in $(seq 50); do
@@ -237,7 +250,7 @@ profile_user() {
 			sleep 0.02
 		done
 		env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TOREN_SANDBOX_ROOT="$s/state" \
-			strace "${u_args[@]}" -f -ttt -T -q -o "$WORK/$who.trace/cli.$k.st" \
+			strace "${u_args[@]}" "${filt[@]}" -f -ttt -T -q -o "$WORK/$who.trace/cli.$k.st" \
 			"$TOREN" exec "$id" -- /bin/true
 		sleep 0.2
 		kill -INT "$spid"
@@ -250,9 +263,12 @@ profile_user() {
 		# shellcheck disable=SC2046
 		python3 "$HERE/durable.py" phases $(for ((k = 1; k <= TRACES; k++)); do echo "$WORK/$who.trace/cli.$k.st"; done) \
 			-- $(for ((k = 1; k <= TRACES; k++)); do echo "$WORK/$who.trace/init.$k.st"; done)
-		echo "The CLI's syscalls by time spent in them (one traced run):"
+		echo "The same phases from one run with every syscall of the CLI traced:"
 		echo
-		python3 "$HERE/durable.py" counts "$WORK/$who.trace/cli.1.st"
+		python3 "$HERE/durable.py" phases --full "$WORK/$who.trace/cli.0.st" -- "$WORK/$who.trace/init.0.st"
+		echo "The CLI's syscalls in that run, by time spent in them:"
+		echo
+		python3 "$HERE/durable.py" counts "$WORK/$who.trace/cli.0.st"
 	} >"$WORK/$who.profile.md"
 }
 
@@ -265,9 +281,10 @@ fi
 if [ "$PHASE" = all ]; then
 	measure
 	if [ "$(id -u)" = 0 ] && [ "$DO_USER" = 1 ]; then
+		local_args=(-n "$ROUNDS" -w "$WARMUP" -N "$IDLE" --toren "$TOREN")
+		[ "$DO_IDLE" = 1 ] || local_args+=(--no-idle)
 		runuser -u "$BENCH_USER" -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp \
-			bash "$HERE/run-durable.sh" -n "$ROUNDS" -w "$WARMUP" -N "$IDLE" --toren "$TOREN" \
-			$([ "$DO_IDLE" = 1 ] || echo --no-idle) --phase measure "$WORK"
+			bash "$HERE/run-durable.sh" "${local_args[@]}" --phase measure "$WORK"
 	fi
 	if [ "$(id -u)" = 0 ] && command -v strace >/dev/null; then
 		echo "tracing exec round trips" >&2

@@ -66,3 +66,32 @@ int ts_cli_parse_signal(const char *s, int *ret)
 		}
 	return -EINVAL;
 }
+
+int ts_cli_each(int argc, char **argv, const char *cmd,
+		int (*fn)(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err))
+{
+	int failed = 0;
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fprintf(argc < 2 ? stderr : stdout,
+			"usage: toren-sandbox %s ID...\n\n  -h, --help  show this help\n", cmd);
+		return argc < 2 ? 2 : 0;
+	}
+	for (int i = 1; i < argc; i++) {
+		struct ts_store *st;
+		struct ts_sandbox_rec rec;
+		struct ts_error err = { 0 };
+
+		if (ts_cli_lookup(cmd, argv[i], &st, &rec) < 0) {
+			failed = 1;
+			continue;
+		}
+		if (fn(st, &rec, &err) < 0) {
+			ts_cli_error(cmd, &err);
+			failed = 1;
+		}
+		ts_sandbox_rec_free(&rec);
+		ts_store_close(st);
+	}
+	return failed;
+}

@@ -16,5 +16,13 @@ void ts_cli_error(const char *cmd, const struct ts_error *err);
 int ts_cli_lookup(const char *cmd, const char *ref, struct ts_store **st,
 		  struct ts_sandbox_rec *rec);
 
+/*
+ * `toren-sandbox CMD ID...`: print usage for --help or no argument, then apply fn to every
+ * sandbox named (looked up, then its record saved by fn as it sees fit). Returns the exit
+ * status: 0, 1 when any failed, 2 on usage errors.
+ */
+int ts_cli_each(int argc, char **argv, const char *cmd,
+		int (*fn)(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err));
+
 /* Parse a signal: a number 1..64, or a name with or without SIG. 0 or -EINVAL. */
 int ts_cli_parse_signal(const char *s, int *ret);

@@ -1,39 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* toren-sandbox restart ID...: stop, then start around the same workspace. */
-#include <stdio.h>
-#include <string.h>
-
 #include "cli.h"
 #include "commands.h"
 #include "sandbox.h"
 
 #define TS_STOP_GRACE_MS 2000
 
+static int restart(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err)
+{
+	int r = ts_sandbox_stop(st, rec, TS_STOP_GRACE_MS, err);
+
+	return r < 0 ? r : ts_sandbox_start(st, rec, err);
+}
+
 int ts_cmd_restart(int argc, char **argv)
 {
-	int failed = 0;
-
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs("usage: toren-sandbox restart ID...\n\n  -h, --help  show this help\n",
-		      argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	for (int i = 1; i < argc; i++) {
-		struct ts_store *st;
-		struct ts_sandbox_rec rec;
-		struct ts_error err = { 0 };
-
-		if (ts_cli_lookup("restart", argv[i], &st, &rec) < 0) {
-			failed = 1;
-			continue;
-		}
-		if (ts_sandbox_stop(st, &rec, TS_STOP_GRACE_MS, &err) < 0 ||
-		    ts_sandbox_start(st, &rec, &err) < 0) {
-			ts_cli_error("restart", &err);
-			failed = 1;
-		}
-		ts_sandbox_rec_free(&rec);
-		ts_store_close(st);
-	}
-	return failed;
+	return ts_cli_each(argc, argv, "restart", restart);
 }
