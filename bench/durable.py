@@ -49,8 +49,9 @@ def cmd_procmem(out, pids):
         sm = read_kv(f"/proc/{p}/smaps_rollup")
         try:
             exe = os.stat(f"/proc/{p}/exe").st_size
+            memfd = os.readlink(f"/proc/{p}/exe").startswith("/memfd:")
         except OSError:
-            exe = None
+            exe, memfd = None, None
         try:
             with open(f"/proc/{p}/comm") as f:
                 comm = f.read().strip()
@@ -63,7 +64,7 @@ def cmd_procmem(out, pids):
                     nchildren += len(f.read().split())
         except OSError:
             nchildren = None
-        res.append({"pid": int(p), "comm": comm, "status": st, "smaps": sm, "exe_bytes": exe,
+        res.append({"pid": int(p), "comm": comm, "status": st, "smaps": sm, "exe_bytes": exe, "exe_memfd": memfd,
                     "children": nchildren})
     with open(out, "w") as f:
         json.dump(res, f)
@@ -104,11 +105,15 @@ def cmd_idle_report(d, n):
         ("Private_Clean + Private_Dirty", lambda p: p["smaps"].get("Private_Clean", 0)
          + p["smaps"].get("Private_Dirty", 0)),
         ("VmPTE (page tables)", lambda p: p["status"].get("VmPTE", 0)),
-        ("init memfd size (whole file, shmem)", lambda p: (p["exe_bytes"] or 0) / KB),
+        ("init memfd copy, whole (Shmem; not in RSS beyond the mapped part)",
+         lambda p: (p["exe_bytes"] or 0) / KB if p.get("exe_memfd") else 0),
     ]
     if alive:
+        n_memfd = sum(1 for p in alive if p.get("exe_memfd"))
         print("User space, per idle sandbox (its init; "
-              f"children of init: {sorted(set(p['children'] for p in alive))}), kB:\n")
+              f"children of init: {sorted(set(p['children'] for p in alive))}; "
+              f"init runs from a sealed memfd copy in {n_memfd} of {len(alive)}, "
+              "otherwise from the shared binary file), kB:\n")
         print(f"| per sandbox | median | min | max | sum over {len(alive)} |")
         print("|---|---:|---:|---:|---:|")
         for lab, get in rows:

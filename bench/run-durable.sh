@@ -32,6 +32,7 @@ ROUNDS=60
 WARMUP=5
 IDLE=200
 TRACES=7
+LOADED_ROUNDS=20
 BENCH_USER=cloudsdk
 DO_USER=1
 DO_IDLE=1
@@ -183,6 +184,11 @@ measure_idle() {
 	python3 "$HERE/durable.py" procmem "$d/procs.json" "${pids[@]}"
 	sleep 5
 	python3 "$HERE/durable.py" meminfo "$d/m1b.json"
+	# Does a busy host slow the next sandbox down? The create set again, shorter, with
+	# all of them idle.
+	grep -v '^crun' "$WORK/$(id -un).create.cmds" >"$d/loaded.cmds"
+	echo "create with $IDLE idle sandboxes running: $LOADED_ROUNDS rounds" >&2
+	"$WORK/bench-timer" -n "$LOADED_ROUNDS" -w 2 -o "$WORK/$(id -un).loaded.csv" "$d/loaded.cmds"
 	echo "idle cost: stopping and removing $(wc -l <"$d/ids") sandboxes" >&2
 	while read -r id; do
 		t0=$(date +%s%N)
@@ -372,6 +378,9 @@ DONE=
 		if [ "$who" = root ]; then mode="root (uid 0)"; else mode="$who (uid $(id -u "$who"), rootless)"; fi
 		python3 "$HERE/stats.py" --ref "crun exec" --title "exec round trip, as $mode" "$WORK/$who.exec.csv"
 		python3 "$HERE/stats.py" --ref "crun run -d + exec" --title "create + first command, as $mode" "$WORK/$who.create.csv"
+		if [ -e "$WORK/$who.loaded.csv" ]; then
+			python3 "$HERE/stats.py" --ref "baseline /bin/true" --title "create + first command with $IDLE idle sandboxes of the same user running ($LOADED_ROUNDS rounds), as $mode" "$WORK/$who.loaded.csv"
+		fi
 		cold=$(awk -F, 'NR==2{printf "%.1f", $3/1e6}' "$WORK/$who.cold.csv")
 		echo "First \`create\` with an empty state root (builds the image layers): ${cold} ms."
 		if [ -s "$WORK/$who.leftover" ]; then
@@ -401,7 +410,7 @@ cat "$SUMMARY"
 
 if [ "$DO_WRITE" = 1 ] && [ -w "$HERE" ]; then
 	mkdir -p "$HERE/results"
-	for f in "$WORK"/*.exec.csv "$WORK"/*.create.csv "$WORK"/*.cold.csv; do
+	for f in "$WORK"/*.exec.csv "$WORK"/*.create.csv "$WORK"/*.loaded.csv "$WORK"/*.cold.csv; do
 		[ -e "$f" ] && cp "$f" "$HERE/results/durable-$(basename "$f")"
 	done
 	for d in "$WORK"/*.idle; do

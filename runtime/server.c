@@ -406,6 +406,16 @@ static void handle_spawn(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 					  req->n_fds);
 			goto out;
 		}
+		for (int k = 0; k < 3; k++) {
+			int bad = ts_stdio_fd_safe(req->fds[k]);
+
+			if (bad < 0) {
+				ts_ctl_send_error(
+					fd, req->id, -bad,
+					"stdio fd %d is a directory or an O_PATH fd: refused", k);
+				goto out;
+			}
+		}
 		memcpy(stdio, req->fds, sizeof(stdio));
 	} else {
 		/* detached: stdin /dev/null, stdout+stderr into a pipe init drains to the log */
@@ -422,7 +432,7 @@ static void handle_spawn(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 		snprintf(logname, sizeof(logname), "%llu.log",
 			 (unsigned long long)(s->next_id + 1));
 		log_fd = openat(s->cfg->logs_fd, logname,
-				O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+				O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (log_fd < 0) {
 			ts_ctl_send_error(fd, req->id, errno, "create log `%s`: %s", logname,
 					  strerror(errno));
@@ -628,9 +638,17 @@ static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 	if (req->type != TS_CTL_HELLO)
 		s->last_activity = ts_now_ms();
 	switch (req->type) {
-	case TS_CTL_HELLO:
-		send_hello(s, fd, req->id);
+	case TS_CTL_HELLO: {
+		uint64_t v = 0;
+
+		if (ts_ctl_get_u64(req, TS_T_VERSION, &v) < 0 || v != TS_CTL_VERSION)
+			ts_ctl_send_error(fd, req->id, EPROTO,
+					  "protocol version %llu; this init speaks %d",
+					  (unsigned long long)v, TS_CTL_VERSION);
+		else
+			send_hello(s, fd, req->id);
 		break;
+	}
 	case TS_CTL_SPAWN:
 		handle_spawn(s, ci, req);
 		break;

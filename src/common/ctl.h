@@ -28,7 +28,7 @@
 #define TS_CTL_MAX_FDS 3
 
 enum ts_ctl_type {
-	TS_CTL_HELLO = 1,  /* c->s {VERSION}; s->c {VERSION, PID, IDLE_MS, ATTACHED, STARTED} */
+	TS_CTL_HELLO = 1,  /* c->s {VERSION}; s->c {VERSION, PID, IDLE_MS, ATTACHED} */
 	TS_CTL_OK,	   /* s->c: the request succeeded (may carry fields) */
 	TS_CTL_ERROR,	   /* s->c {CODE (positive errno), MSG} */
 	TS_CTL_SPAWN,	   /* c->s {ARG..., ENV..., CWD, FLAGS} + fds; s->c SPAWNED */

@@ -304,6 +304,20 @@ bool ts_env_name_valid(const char *s)
 	return true;
 }
 
+int ts_stdio_fd_safe(int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fstat(fd, &st) < 0)
+		return -EBADF;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (fl & O_PATH)
+		return -EBADF;
+	return 0;
+}
+
 bool ts_startswith(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;

@@ -43,6 +43,14 @@ int ts_parse_duration_ms(const char *s, unsigned long long *ret);
 /* True when s is a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*, 1..255 chars. */
 bool ts_env_name_valid(const char *s);
 
+/*
+ * May fd be handed to a process in a sandbox as one of its standard streams? Not a
+ * directory and not an O_PATH fd: either would be a handle on the host's tree outside
+ * the sandbox's root, for openat(fd, "..") (the CVE-2024-21626 pattern). 0, -EISDIR,
+ * -EBADF.
+ */
+int ts_stdio_fd_safe(int fd);
+
 /* True when s starts with prefix. */
 bool ts_startswith(const char *s, const char *prefix);
 

@@ -49,6 +49,7 @@
 #include "setuid.h"
 #include "sync.h"
 #include "syscall.h"
+#include "util.h"
 
 /* Signals a caller sends to the sandbox; forwarded to init, which forwards them to the
  * program's process group. */
@@ -257,6 +258,25 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
+	}
+	/* Standard streams are the one set of fds that reaches the sandbox from outside: a
+	 * directory there would be a way out of its root. */
+	for (int fd = 0; fd < 3; fd++) {
+		r = ts_stdio_fd_safe(fd);
+		if (r == -EISDIR) {
+			ts_err(&err, r, "fd %d is a directory; refusing to hand it to the sandbox",
+			       fd);
+			fail(&ctx, &err);
+			return TS_HELPER_EXIT_SETUP;
+		}
+		if (r < 0 && fcntl(fd, F_GETFL) >= 0) {
+			ts_err(&err, r,
+			       "fd %d is an O_PATH descriptor; refusing to hand it to the "
+			       "sandbox",
+			       fd);
+			fail(&ctx, &err);
+			return TS_HELPER_EXIT_SETUP;
+		}
 	}
 	/* First thing after parsing (which only reads argv): stop being root. */
 	r = ts_setuid_enter(&ctx, &setuid_mode, &err);

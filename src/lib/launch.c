@@ -61,6 +61,7 @@ struct ts_prepared {
 	int listen_fd;	  /* durable: the control socket init will own */
 	int logs_fd;	  /* durable: $ROOT/<id>/logs */
 	bool used_cgroup; /* limits went to cgroups named ts-<id> */
+	bool as_root;	  /* every process of the sandbox is its root */
 };
 
 static void prepared_free(struct ts_prepared *p)
@@ -329,6 +330,8 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		r |= ts_strv_pushf(a, "%d", TS_FD_CONTROL);
 		r |= ts_strv_push(a, "--logs-fd");
 		r |= ts_strv_pushf(a, "%d", TS_FD_LOGS);
+		r |= ts_strv_push(a, "--argv0");
+		r |= ts_strv_push(a, "toren-init");
 		r |= ts_strv_push(a, "--");
 		r |= ts_strv_push(a, p->paths.init);
 		r |= ts_strv_push(a, "--server");
@@ -339,6 +342,9 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		return r ? ts_err(err, -ENOMEM, "build helper command line") : 0;
 	}
 	r |= ts_strv_push(a, "--die-with-parent");
+	/* inside, init's host path (it may name a home directory) is nobody's business */
+	r |= ts_strv_push(a, "--argv0");
+	r |= ts_strv_push(a, "toren-init");
 	r |= ts_strv_push(a, "--");
 	r |= ts_strv_push(a, p->paths.init);
 	if (o->tty && isatty(STDIN_FILENO))
@@ -412,14 +418,39 @@ static int prepare_durable(struct ts_prepared *p, struct ts_error *err)
 	snprintf(logs, sizeof(logs), "%s/logs", p->dir);
 	if ((mkdir(run, 0700) < 0 && errno != EEXIST) || (mkdir(logs, 0700) < 0 && errno != EEXIST))
 		return ts_err_errno(err, -errno, "create `%s/{run,logs}`", p->dir);
-	/* init, as the sandbox's user, creates the log files */
-	r = chown_for_sandbox(logs, p->idmap.user_uid, p->idmap.user_gid, err);
-	if (r < 0)
-		return r;
+	/* init creates the log files, as the sandbox's user, or as its root in a --user
+	 * root sandbox. Root inside is a subordinate id an ordinary caller cannot chown
+	 * to: then the directory is open to all, which reaches no one else since
+	 * $ROOT/<id> is 0700 and init holds it by fd. */
+	if (p->as_root && getuid() != 0) {
+		if (chmod(logs, 0777) < 0)
+			return ts_err_errno(err, -errno, "chmod `%s`", logs);
+	} else {
+		r = chown_for_sandbox(logs, p->as_root ? p->idmap.root_uid : p->idmap.user_uid,
+				      p->as_root ? p->idmap.root_gid : p->idmap.user_gid, err);
+		if (r < 0)
+			return r;
+	}
 	runfd = open(run, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	p->logs_fd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (runfd < 0 || p->logs_fd < 0)
 		return ts_err_errno(err, -errno, "open `%s/{run,logs}`", p->dir);
+	/* Process ids start again at 1 with every start: the logs of the last run go, or
+	 * `logs ID N` would show an old process's output. */
+	{
+		_cleanup_close_ int lfd =
+			open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+		struct dirent *de;
+
+		if (d) {
+			lfd = -EBADF; /* owned by d now */
+			while ((de = readdir(d)))
+				if (de->d_type == DT_REG && strstr(de->d_name, ".log"))
+					unlinkat(dirfd(d), de->d_name, 0);
+			closedir(d);
+		}
+	}
 	/* a socket left by an init that died: nobody listens on it any more */
 	unlinkat(runfd, "control.sock", 0);
 	r = ts_unix_addr(&sa, run, runfd, "control.sock");
@@ -471,6 +502,7 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	/* An upper layer only where the root must take writes (root inside), get mount
 	 * points for extra binds, or outlive a stop (durable sandboxes); a read-only root
 	 * needs no per-sandbox directory at all unless the workspace is a fresh one. */
+	p->as_root = o->as_root;
 	p->upper = o->as_root || o->policy->n_ro_binds > 0 || o->durable_id;
 	if (!p->upper && o->workspace)
 		goto dirs_done;

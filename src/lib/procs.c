@@ -12,6 +12,21 @@
 
 #define TS_PROCS_MAX 4096
 
+/* How long init may take to answer a request (not the command's run time). */
+#define TS_REPLY_MS 30000
+
+/* Text from inside the sandbox goes to a terminal: no control characters (C0, DEL, and
+ * the C1 range as UTF-8 0xC2 0x80-0x9F or raw 0x80-0x9F bytes). */
+static void sanitize(char *s)
+{
+	for (unsigned char *c = (unsigned char *)s; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f)
+			*c = '?';
+		else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f)
+			c[0] = c[1] = '?';
+	}
+}
+
 /* ERROR from init: its code (bounded) and message, into err. */
 static int remote_error(const struct ts_ctl_msg *m, struct ts_error *err)
 {
@@ -20,6 +35,7 @@ static int remote_error(const struct ts_ctl_msg *m, struct ts_error *err)
 
 	ts_ctl_get_u64(m, TS_T_CODE, &code);
 	ts_ctl_get_str(m, TS_T_MSG, msg, sizeof(msg));
+	sanitize(msg);
 	if (code == 0 || code > 4095)
 		code = EIO;
 	return ts_err(err, -(int)code, "%s", msg[0] ? msg : "error from the sandbox");
@@ -52,7 +68,7 @@ int ts_procs_spawn(int conn, const struct ts_spawn_req *req, uint64_t *ret_proc,
 	ts_ctl_msg_free(&m);
 	if (r < 0)
 		return ts_err_errno(err, r, "send spawn request");
-	r = ts_ctl_recv(conn, &m);
+	r = ts_ctl_recv_timeout(conn, &m, TS_REPLY_MS);
 	if (r < 0)
 		return ts_err_errno(err, r, "spawn reply");
 	if (m.type == TS_CTL_ERROR) {
@@ -63,7 +79,7 @@ int ts_procs_spawn(int conn, const struct ts_spawn_req *req, uint64_t *ret_proc,
 	} else {
 		*ret_pid = (pid_t)pid;
 		if (req->pty) {
-			if (m.n_fds != 1) {
+			if (m.n_fds != 1 || !isatty(m.fds[0])) {
 				r = ts_err(err, -EPROTO, "no pty in the spawn reply");
 			} else {
 				*ret_master = m.fds[0];
@@ -110,7 +126,7 @@ int ts_procs_signal(int conn, uint64_t proc, int sig, struct ts_error *err)
 
 	if (r < 0)
 		return r;
-	r = ts_ctl_recv(conn, &m);
+	r = ts_ctl_recv_timeout(conn, &m, TS_REPLY_MS);
 	if (r < 0)
 		return ts_err_errno(err, r, "signal reply");
 	if (m.type == TS_CTL_ERROR)
@@ -140,7 +156,7 @@ int ts_procs_list(int conn, struct ts_proc_info **ret, size_t *n, struct ts_erro
 		uint64_t pid = 0, status = 0;
 		char state[16] = "";
 
-		r = ts_ctl_recv(conn, &m);
+		r = ts_ctl_recv_timeout(conn, &m, TS_REPLY_MS);
 		if (r < 0) {
 			r = ts_err_errno(err, r, "ps reply");
 			break;
@@ -182,6 +198,7 @@ int ts_procs_list(int conn, struct ts_proc_info **ret, size_t *n, struct ts_erro
 		ts_ctl_get_u64(&m, TS_T_ENDED, &pi->ended_ms);
 		if (ts_ctl_get_str(&m, TS_T_ARG, pi->command, sizeof(pi->command)) < 0)
 			snprintf(pi->command, sizeof(pi->command), "?");
+		sanitize(pi->command);
 		pi->pid = (pid_t)pid;
 		pi->running = !strcmp(state, "running");
 		pi->status = (int)status;

@@ -1081,6 +1081,16 @@ static int stat_key(const char *profile_path, char *buf, size_t len)
 			h ^= (v[i] >> (8 * k)) & 0xff;
 			h *= 1099511628211ULL;
 		}
+	/* the kernel release too, as in the content key (minKernel rules) */
+	{
+		struct utsname u;
+
+		if (uname(&u) == 0)
+			for (const char *c = u.release; *c; c++) {
+				h ^= (unsigned char)*c;
+				h *= 1099511628211ULL;
+			}
+	}
 	snprintf(buf, len, "s-%016llx", h);
 	return 0;
 }

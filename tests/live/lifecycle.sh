@@ -30,6 +30,9 @@ ts exec "$id" -- sh -c 'kill -TERM $$'; is $? 143 "a signalled command gives 128
 is "$(echo piped | ts exec -i "$id" -- cat)" piped "exec -i streams stdin"
 is "$(echo ignored | ts exec "$id" -- cat)" "" "without -i stdin is /dev/null"
 ts exec "$id" -- /nonexistent 2>/dev/null; is $? 127 "a missing command gives 127"
+ts exec -i "$id" -- true </ 2>/dev/null; is $? 125 "exec refuses a directory as standard input"
+ts exec "$id" -- true 1</ 2>"$tmp/err"; st=$?
+[ $st = 125 ] && grep -q 'directory' "$tmp/err"; t $? "exec refuses a directory as standard output ($st)"
 
 # init is PID 1 and stays up between commands
 is "$(ts exec "$id" -- sh -c 'cat /proc/1/comm')" toren-init "init is PID 1"

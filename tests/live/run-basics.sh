@@ -41,6 +41,10 @@ names=$(SECRET_TOKEN=x run -- sh -c 'env | cut -d= -f1 | grep -v -e "^PWD$" -e "
 is "$names" "HOME LANG PATH TERM USER " "only the fixed base environment is set"
 run --env 'BAD-NAME=x' -- true 2>/dev/null; is $? 2 "--env with a bad name is a usage error"
 
+# a directory as a standard stream would be a handle outside the sandbox's root
+run -- true </ 2>"$tmp/err"; is $? 125 "a directory as standard input is refused"
+grep -q 'directory' "$tmp/err"; t $? "the refusal says why"
+
 # workspace
 ws=$tmp/ws; mkdir -p "$ws"; echo hello >"$ws/in.txt"
 if [ "$TS_MODE" = root ]; then
