@@ -696,12 +696,13 @@ static void accept_all(struct ts_server *s)
 
 int ts_server_run(const struct ts_server_cfg *cfg)
 {
-	static struct ts_server s; /* large: not on the stack of PID 1 */
+	/* Large, and zero already (static): never cleared as a whole, so that the pages
+	 * of process records never used stay out of an idle sandbox's memory. */
+	static struct ts_server s;
 	struct pollfd pfd[2 + TS_MAX_CONNS + TS_MAX_PROCS];
 	int map[2 + TS_MAX_CONNS + TS_MAX_PROCS];
 	sigset_t mask;
 
-	memset(&s, 0, sizeof(s));
 	s.cfg = cfg;
 	s.last_activity = ts_now_ms();
 	for (int i = 0; i < TS_MAX_CONNS; i++)

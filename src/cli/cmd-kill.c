@@ -51,7 +51,6 @@ int ts_cmd_kill(int argc, char **argv)
 	}
 	if (conn >= 0)
 		close(conn);
-	ts_store_touch(st, rec.id, &err);
 out:
 	ts_sandbox_rec_free(&rec);
 	ts_store_close(st);

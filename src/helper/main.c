@@ -295,7 +295,8 @@ int main(int argc, char **argv)
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			return TS_HELPER_EXIT_SETUP;
 	}
-	if ((r = ts_proc_open_program(ctx.argv[0], &prog_fd, &err)) < 0 ||
+	if ((r = ts_proc_open_program(ctx.argv[0], ctx.uid_map, ctx.n_uid_map, &prog_fd, &err)) <
+		    0 ||
 	    (r = move_high(&prog_fd, &err)) < 0) {
 		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;

@@ -15,7 +15,16 @@
 #include "cleanup.h"
 #include "syscall.h"
 
-int ts_proc_open_program(const char *path, int *ret_fd, struct ts_error *err)
+static bool owner_mapped(const struct ts_idmap_line *map, size_t n, uid_t uid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (uid >= map[i].outside && uid - map[i].outside < map[i].count)
+			return true;
+	return false;
+}
+
+int ts_proc_open_program(const char *path, const struct ts_idmap_line *ctx_uid_map,
+			 size_t n_uid_map, int *ret_fd, struct ts_error *err)
 {
 	_cleanup_close_ int in = -EBADF, mfd = -EBADF;
 	struct stat st;
@@ -29,10 +38,11 @@ int ts_proc_open_program(const char *path, int *ret_fd, struct ts_error *err)
 	if (!S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024)
 		return ts_err(err, -EINVAL, "program `%s` is not a regular file of sane size",
 			      path);
-	/* A file the caller can neither write nor chmod (installed, root's): nothing in the
-	 * sandbox, whose ids are the caller's at most, could change it either, so it runs
-	 * as it is. Otherwise (a build tree of the caller's own) a sealed copy runs. */
-	if (st.st_uid != getuid() && st.st_uid != geteuid() && !(st.st_mode & 022)) {
+	/* A file that no id of the sandbox owns and that is not group- or world-writable
+	 * (installed, or root's build tree under a root-range sandbox): nothing inside
+	 * could change it, so it runs as it is, shared by every sandbox. Otherwise (the
+	 * caller's own build tree, the caller being `user` inside) a sealed copy runs. */
+	if (!owner_mapped(ctx_uid_map, n_uid_map, st.st_uid) && !(st.st_mode & 022)) {
 		*ret_fd = TAKE_FD(in);
 		return 0;
 	}

@@ -8,10 +8,12 @@
  * program it becomes.
  */
 
-/* Open the program (a host path) for execution. When the caller owns it (a build tree),
- * it is copied into a sealed memfd, so that nothing running as the caller can change
- * what PID 1 runs (CVE-2019-5736); a file the caller cannot write runs as it is. */
-int ts_proc_open_program(const char *path, int *ret_fd, struct ts_error *err);
+/* Open the program (a host path) for execution. When an id mapped into the sandbox owns
+ * it (the caller's own build tree), it is copied into a sealed memfd, so that nothing in
+ * the sandbox can change what PID 1 runs (CVE-2019-5736); a file no id inside could write
+ * runs as it is. */
+int ts_proc_open_program(const char *path, const struct ts_idmap_line *uid_map, size_t n_uid_map,
+			 int *ret_fd, struct ts_error *err);
 
 /* Become the given ids inside the user namespace; drops supplementary groups when the
  * namespace allows it. */

@@ -340,6 +340,13 @@ int ts_store_open(struct ts_store **ret, const char *root, struct ts_error *err)
 		goto fail;
 	}
 	sqlite3_extended_result_codes(s->db, 1);
+	/* Keep the -wal and -shm files between processes: every CLI call opens the store,
+	 * and creating and deleting them each time costs more than the query. */
+	{
+		int persist = 1;
+
+		sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+	}
 	/* The busy timeout first: every later statement may meet another process's lock. */
 	sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
 

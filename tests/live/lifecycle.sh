@@ -10,14 +10,14 @@ n=0 failed=0
 t() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi; }
 is() { if [ "$1" = "$2" ]; then t 0 "$3"; else t 1 "$3 (got '$1', want '$2')"; fi; }
 tmp=$(mktemp -d /tmp/ts-life-XXXXXX)
-ids=()
 cleanup() {
-	for id in "${ids[@]}"; do timeout 30 "$cli" stop "$id" >/dev/null 2>&1; done
+	# create runs in command substitutions (subshells): the ids are kept in a file
+	[ -f "$tmp/ids" ] && xargs -r timeout 120 "$cli" stop <"$tmp/ids" >/dev/null 2>&1
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 ts() { timeout 60 "$cli" "$@"; }
-create() { local id; id=$(ts create "$@" | tail -n 1) && ids+=("$id") && echo "$id"; }
+create() { local id; id=$(ts create "$@" | tail -n 1) && echo "$id" >>"$tmp/ids" && echo "$id"; }
 
 mounts_before=$(wc -l </proc/self/mountinfo)
 id=$(create --name "life-$$")

@@ -27,7 +27,22 @@ fi
 
 stage=$(mktemp -d /tmp/ts-live-XXXXXX) || exit 1
 chmod 755 "$stage"
-trap 'rm -rf "$stage" 2>/dev/null' EXIT
+# At the end, every durable sandbox a script left running is stopped (as the identity
+# that created it) before its state goes: nothing outlives the test.
+stop_all() {
+	local ids
+	ids=$(as_mode env -i "${envs[@]}" "$stage/bin/toren-sandbox" ls --json 2>/dev/null |
+		python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin) if s.get("state") == "running"]' 2>/dev/null)
+	[ -n "$ids" ] && as_mode env -i "${envs[@]}" "$stage/bin/toren-sandbox" stop $ids >/dev/null 2>&1
+	rm -rf "$stage" 2>/dev/null
+}
+as_mode() {
+	case $mode in
+	root) "$@" ;;
+	user) runuser -u "$user" -- "$@" ;;
+	userns) runuser -u "$user" -- unshare -r "$@" ;;
+	esac
+}
 mkdir -p "$stage/bin" "$stage/tests" "$stage/state"
 cp "$build/toren-sandbox" "$build/toren-sandbox-helper" "$build/toren-sandbox-init" "$stage/bin/"
 cp -r "$src/policy" "$stage/policy"
@@ -46,9 +61,7 @@ envs=(TS_CLI="$stage/bin/toren-sandbox" TS_HELPER="$stage/bin/toren-sandbox-help
 	HOME=/tmp LANG=C.UTF-8 TERM="${TERM:-dumb}")
 case $script in *.py) interp=python3 ;; *) interp=bash ;; esac
 target=$stage/tests/$(basename "$script")
-case $mode in
-root)   exec env -i "${envs[@]}" $interp "$target" ;;
-user)   exec runuser -u "$user" -- env -i "${envs[@]}" $interp "$target" ;;
-userns) exec runuser -u "$user" -- unshare -r env -i "${envs[@]}" $interp "$target" ;;
-*) echo "bad mode $mode" >&2; exit 2 ;;
-esac
+case $mode in root | user | userns) ;; *) echo "bad mode $mode" >&2; exit 2 ;; esac
+trap stop_all EXIT
+as_mode env -i "${envs[@]}" $interp "$target"
+exit $?
