@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "policy.h"
 #include "sandbox.h"
 #include "store.h"
 #include "util.h"
@@ -155,29 +156,27 @@ int ts_cmd_create(int argc, char **argv)
 			}
 			break;
 		case O_MEMORY:
-			if (ts_parse_size(optarg, &o.memory_bytes) < 0 ||
-			    o.memory_bytes < (4ULL << 20)) {
-				fprintf(stderr, "toren-sandbox create: bad --memory `%s`\n",
-					optarg);
+			if (ts_policy_parse_memory(optarg, &o.memory_bytes) < 0) {
+				fprintf(stderr,
+					"toren-sandbox create: bad --memory `%s`: want %s\n",
+					optarg, TS_POLICY_WANT_MEMORY);
 				return 2;
 			}
 			break;
 		case O_PIDS:
-			if (ts_parse_ull(optarg, &o.pids) < 0 || o.pids == 0 || o.pids > 4194304) {
-				fprintf(stderr, "toren-sandbox create: bad --pids `%s`\n", optarg);
+			if (ts_policy_parse_pids(optarg, &o.pids) < 0) {
+				fprintf(stderr, "toren-sandbox create: bad --pids `%s`: want %s\n",
+					optarg, TS_POLICY_WANT_PIDS);
 				return 2;
 			}
 			break;
-		case O_CPUS: {
-			char *end;
-
-			o.cpus = strtod(optarg, &end);
-			if (*end || end == optarg || !(o.cpus > 0) || o.cpus > 1024) {
-				fprintf(stderr, "toren-sandbox create: bad --cpus `%s`\n", optarg);
+		case O_CPUS:
+			if (ts_policy_parse_cpus(optarg, &o.cpus) < 0) {
+				fprintf(stderr, "toren-sandbox create: bad --cpus `%s`: want %s\n",
+					optarg, TS_POLICY_WANT_CPUS);
 				return 2;
 			}
 			break;
-		}
 		case 'v':
 			verbose = true;
 			break;

@@ -115,24 +115,18 @@ int ts_cmd_run(int argc, char **argv)
 				return bad("%s", err.msg);
 			break;
 		case O_MEMORY:
-			if (ts_parse_size(optarg, &v) < 0 || v < (4ULL << 20))
-				return bad("bad --memory `%s`: want a size >= 4M", optarg);
-			cli.memory_bytes = v;
+			if (ts_policy_parse_memory(optarg, &cli.memory_bytes) < 0)
+				return bad("bad --memory `%s`: want %s", optarg,
+					   TS_POLICY_WANT_MEMORY);
 			break;
 		case O_PIDS:
-			if (ts_parse_ull(optarg, &v) < 0 || v == 0 || v > 4194304)
-				return bad("bad --pids `%s`: want 1..4194304", optarg);
-			cli.pids = v;
+			if (ts_policy_parse_pids(optarg, &cli.pids) < 0)
+				return bad("bad --pids `%s`: want %s", optarg, TS_POLICY_WANT_PIDS);
 			break;
-		case O_CPUS: {
-			char *end;
-			double d = strtod(optarg, &end);
-
-			if (*end || end == optarg || !(d > 0) || d > 1024)
-				return bad("bad --cpus `%s`: want a number in (0, 1024]", optarg);
-			cli.cpus = d;
+		case O_CPUS:
+			if (ts_policy_parse_cpus(optarg, &cli.cpus) < 0)
+				return bad("bad --cpus `%s`: want %s", optarg, TS_POLICY_WANT_CPUS);
 			break;
-		}
 		case O_POLICY:
 			policy_file = optarg;
 			break;

@@ -279,8 +279,22 @@ static bool starts_digit(const char *s)
 	return s[0] >= '0' && s[0] <= '9';
 }
 
+int ts_policy_parse_memory(const char *s, unsigned long long *ret)
+{
+	int r = starts_digit(s) ? ts_parse_size(s, ret) : -EINVAL;
+
+	return r == 0 && *ret < MEMORY_MIN ? -ERANGE : r;
+}
+
+int ts_policy_parse_pids(const char *s, unsigned long long *ret)
+{
+	int r = starts_digit(s) ? ts_parse_ull(s, ret) : -EINVAL;
+
+	return r == 0 && (*ret < 1 || *ret > PIDS_MAX) ? -ERANGE : r;
+}
+
 /* "1", "1.5", "0.25": no sign, exponent, hex, inf or nan. */
-static int parse_cpus(const char *s, double *ret)
+int ts_policy_parse_cpus(const char *s, double *ret)
 {
 	const char *c = s;
 	char *end;
@@ -325,27 +339,23 @@ static int parse_limit(struct loader *l, size_t idx)
 	r = starts_digit(s) ? 0 : -EINVAL;
 	switch (idx) {
 	case 0:
-		want = "a size of at least 4M, like 512M";
+		want = TS_POLICY_WANT_MEMORY;
 		if (r == 0)
-			r = ts_parse_size(s, &v);
-		if (r == 0 && v < MEMORY_MIN)
-			r = -ERANGE;
+			r = ts_policy_parse_memory(s, &v);
 		p->memory_bytes = v;
 		l->set |= SET_MEMORY;
 		break;
 	case 1:
-		want = "an integer from 1 to 4194304";
+		want = TS_POLICY_WANT_PIDS;
 		if (r == 0)
-			r = ts_parse_ull(s, &v);
-		if (r == 0 && (v < 1 || v > PIDS_MAX))
-			r = -ERANGE;
+			r = ts_policy_parse_pids(s, &v);
 		p->pids = v;
 		l->set |= SET_PIDS;
 		break;
 	case 2:
-		want = "a number above 0 and at most 1024, like 1.5";
+		want = TS_POLICY_WANT_CPUS;
 		if (r == 0)
-			r = parse_cpus(s, &p->cpus);
+			r = ts_policy_parse_cpus(s, &p->cpus);
 		l->set |= SET_CPUS;
 		break;
 	case 3:

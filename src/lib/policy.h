@@ -51,6 +51,18 @@ struct ts_policy {
 	char *seccomp_profile; /* absolute path or NULL for the default */
 };
 
+/*
+ * The rules for limit values, one place for policy files and command-line flags alike.
+ * Each returns 0, -EINVAL (not a value of that kind) or -ERANGE; TS_POLICY_WANT_* say
+ * what a good value looks like, for error messages.
+ */
+#define TS_POLICY_WANT_MEMORY "a size of at least 4M, like 512M"
+#define TS_POLICY_WANT_PIDS "an integer from 1 to 4194304"
+#define TS_POLICY_WANT_CPUS "a number above 0 and at most 1024, like 1.5"
+int ts_policy_parse_memory(const char *s, unsigned long long *ret);
+int ts_policy_parse_pids(const char *s, unsigned long long *ret);
+int ts_policy_parse_cpus(const char *s, double *ret);
+
 /* Zero p. */
 void ts_policy_init(struct ts_policy *p);
 
