@@ -87,7 +87,7 @@ static void expect_action(const struct sim_prog *prog, const char *name, int nr,
 	uint32_t ret;
 
 	if (nr < 0) {
-		skip("not on this architecture", "%s", name);
+		skip_case("not on this architecture", "%s", name);
 		return;
 	}
 	ret = sim_call(prog, (uint32_t)nr, a0);

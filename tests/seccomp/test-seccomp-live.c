@@ -680,8 +680,8 @@ int main(int argc, char **argv)
 		run_child(NULL, probe_int80, &c, &res);
 		if (res.sig || !res.got || res.o.ret <= 0) {
 			describe(&res, got, sizeof(got));
-			skip("no i386 emulation on this kernel",
-			     "int $0x80 getpid killed (control: %s)", got);
+			skip_case("no i386 emulation on this kernel",
+				  "int $0x80 getpid killed (control: %s)", got);
 		} else {
 			run_child(&fp, probe_int80, &c, &res);
 			describe(&res, got, sizeof(got));
