@@ -177,6 +177,7 @@ int ts_cmd_run(int argc, char **argv)
 		if ((r = ts_policy_add_env(&pol, cli.env[i], &err)) < 0)
 			goto fail;
 	o.policy = &pol;
+	o.paths = &paths;
 
 	r = ts_run(&o, &status, &err);
 	if (r < 0)

@@ -473,8 +473,9 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	const char *prof;
 	int r;
 
-	r = ts_paths_init(&p->paths, err);
-	if (r < 0)
+	if (o->paths)
+		p->paths = *o->paths;
+	else if ((r = ts_paths_init(&p->paths, err)) < 0)
 		return r;
 	/* A helper installed setuid root creates the namespaces itself where unprivileged
 	 * ones are forbidden; it refuses cgroups, so limits fall back to rlimits. */

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "paths.h"
 #include "policy.h"
 
 /*
@@ -29,6 +30,8 @@ struct ts_run_opts {
 	/* durable sandboxes (sandbox.c): build around $ROOT/<durable_id>, keep everything,
 	 * start init as a server (no command) and let it run on with no host process */
 	const char *durable_id;
+	/* the caller's ts_paths_init() result, so start-up does it once; NULL: looked up */
+	const struct ts_paths *paths;
 };
 
 /* Exit statuses of `run` besides the command's own. */

@@ -96,12 +96,11 @@ static char *labels_json(char **labels, struct ts_error *err)
 
 /* The run options and policy a record's spec describes. */
 static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *o,
-			  struct ts_policy *pol, char *image, size_t image_len,
-			  struct ts_error *err)
+			  struct ts_policy *pol, struct ts_paths *paths, char *image,
+			  size_t image_len, struct ts_error *err)
 {
 	json_error_t jerr;
 	json_t *spec = json_loads(rec->spec ? rec->spec : "{}", 0, &jerr), *v;
-	struct ts_paths paths;
 	char defpol[4200];
 	size_t i;
 	int r;
@@ -110,10 +109,10 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 		return ts_err(err, -EINVAL, "sandbox `%s`: bad recorded spec: %s", rec->id,
 			      jerr.text);
 	memset(o, 0, sizeof(*o));
-	r = ts_paths_init(&paths, err);
+	r = ts_paths_init(paths, err);
 	if (r < 0)
 		goto out;
-	snprintf(defpol, sizeof(defpol), "%s/default.yaml", paths.policy_dir);
+	snprintf(defpol, sizeof(defpol), "%s/default.yaml", paths->policy_dir);
 	if (access(defpol, F_OK) == 0 && (r = ts_policy_load(pol, defpol, err)) < 0)
 		goto out;
 	v = json_object_get(spec, "policy");
@@ -146,6 +145,7 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 		o->workspace = rec->workspace;
 	o->policy = pol;
 	o->durable_id = rec->id;
+	o->paths = paths;
 	r = 0;
 out:
 	json_decref(spec);
@@ -173,6 +173,7 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_
 {
 	struct ts_run_opts o;
 	struct ts_policy pol;
+	struct ts_paths paths;
 	char image[4096];
 	pid_t init = 0;
 	int r;
@@ -182,7 +183,7 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_
 	/* left by an init that died (kill -9, OOM, reboot): the name is about to be reused */
 	remove_cgroups(rec);
 	ts_policy_init(&pol);
-	r = opts_from_spec(rec, &o, &pol, image, sizeof(image), err);
+	r = opts_from_spec(rec, &o, &pol, &paths, image, sizeof(image), err);
 	if (r >= 0)
 		r = ts_launch_durable(&o, &init, err);
 	ts_policy_free(&pol);
