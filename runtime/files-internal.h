@@ -24,6 +24,7 @@ struct ts_files {
 	uint32_t id; /* the request being served */
 	bool dead;   /* the connection failed: stop */
 	bool eof;    /* the client closed it (seen by a watch) */
+	bool served; /* a request was handled already */
 };
 
 /* A request's path, normalized (see files.h). */

@@ -732,6 +732,14 @@ static void handle(struct ts_files *f, const struct ts_ctl_msg *m)
 		case TS_FILE_WATCH:
 			r = ts_files_watch(f, m, &err);
 			break;
+		case TS_FILE_USER:
+			/* init became the user before it handed us the connection */
+			r = f->served ? ts_err(&err, -EINVAL,
+					       "a connection's user is set by its first request")
+				      : ts_ctl_send_simple(f->conn, TS_CTL_OK, f->id);
+			if (r < 0 && !err.msg[0])
+				f->dead = true;
+			break;
 		default:
 			r = ts_err(&err, -EINVAL, "unknown file operation %llu",
 				   (unsigned long long)op);
@@ -739,6 +747,7 @@ static void handle(struct ts_files *f, const struct ts_ctl_msg *m)
 	}
 	if (r < 0 && !f->dead)
 		ts_files_send_err(f, &err);
+	f->served = true;
 }
 
 int ts_files_serve(int conn, struct ts_ctl_msg *first, const struct ts_files_cfg *cfg)

@@ -21,6 +21,7 @@
 #include "cleanup.h"
 #include "ctl.h"
 #include "files.h"
+#include "ids.h"
 #include "pty.h"
 #include "syscall.h"
 #include "util.h"
@@ -41,6 +42,7 @@ struct ts_proc {
 	bool running;
 	int status;
 	uint32_t flags;
+	uid_t uid; /* inside the sandbox */
 	long long started_ms, ended_ms;
 	char summary[256]; /* argv joined, for ps */
 	int out_fd;	   /* detached: read end of the output pipe, else -1 */
@@ -62,6 +64,7 @@ struct ts_conn {
 
 struct ts_server {
 	const struct ts_server_cfg *cfg;
+	struct ts_ids ids;
 	int sfd;
 	struct ts_conn conns[TS_MAX_CONNS];
 	struct ts_proc procs[TS_MAX_PROCS];
@@ -245,9 +248,27 @@ static int send_hello(struct ts_server *s, int fd, uint32_t id)
 	return r;
 }
 
-/* Build argv and envp from the request; envp starts from init's environment. */
+/* Replace NAME's value in envp[0..n) (init's own environment, so NAME is there). */
+static int env_set(char **envp, size_t n, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+
+	for (size_t k = 0; k < n; k++)
+		if (envp[k] && !strncmp(envp[k], name, len) && envp[k][len] == '=') {
+			char *e;
+
+			if (asprintf(&e, "%s=%s", name, value) < 0)
+				return -ENOMEM;
+			free(envp[k]);
+			envp[k] = e;
+		}
+	return 0;
+}
+
+/* Build argv and envp from the request; envp starts from init's environment, with HOME
+ * and USER of the user the process runs as (other_user) when that is not init's. */
 static int spawn_args(const struct ts_ctl_msg *req, char ***argv_ret, char ***envp_ret, char *cwd,
-		      size_t cwd_len)
+		      size_t cwd_len, const uid_t *other_user)
 {
 	size_t pos = 0, na = 0, ne = 0, nbase = 0;
 	char **argv, **envp;
@@ -268,6 +289,14 @@ static int spawn_args(const struct ts_ctl_msg *req, char ***argv_ret, char ***en
 	for (size_t i = 0; i < nbase; i++)
 		envp[ne++] = strdup(environ[i]);
 	snprintf(cwd, cwd_len, "/home/user");
+	r = 0;
+	if (other_user && ((r = env_set(envp, ne, "HOME", ts_ids_home(*other_user))) < 0 ||
+			   (r = env_set(envp, ne, "USER", ts_ids_name(*other_user))) < 0 ||
+			   (r = env_set(envp, ne, "LOGNAME", ts_ids_name(*other_user))) < 0)) {
+		*argv_ret = argv;
+		*envp_ret = envp;
+		return r;
+	}
 	while ((r = ts_ctl_next(req, &pos, &tag, &v, &len)) > 0) {
 		char *str;
 
@@ -329,8 +358,8 @@ static void strv_free(char **v)
 	free(v);
 }
 
-static pid_t start_process(char **argv, char **envp, const char *cwd, const int stdio[3],
-			   int pty_slave, int *err_out)
+static pid_t start_process(const struct ts_ids *ids, uid_t uid, char **argv, char **envp,
+			   const char *cwd, const int stdio[3], int pty_slave, int *err_out)
 {
 	pid_t pid = fork();
 
@@ -340,6 +369,8 @@ static pid_t start_process(char **argv, char **envp, const char *cwd, const int 
 		return pid;
 	}
 	/* child: init's signal mask and dispositions do not belong here */
+	int r;
+
 	{
 		sigset_t none;
 
@@ -362,6 +393,11 @@ static pid_t start_process(char **argv, char **envp, const char *cwd, const int 
 	}
 	/* nothing of init's (sockets, logs directory, other processes' pipes) follows */
 	ts_close_range(3, ~0U, 0);
+	/* init's capabilities (if any) end here, whoever the process runs as */
+	if ((r = ts_ids_become(ids, uid)) < 0) {
+		fprintf(stderr, "toren-sandbox: become uid %u: %s\n", (unsigned)uid, strerror(-r));
+		_exit(126);
+	}
 	if (chdir(cwd) < 0) {
 		fprintf(stderr, "toren-sandbox: cd `%s`: %s\n", cwd, strerror(errno));
 		_exit(126);
@@ -376,7 +412,8 @@ static void handle_spawn(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 {
 	int fd = s->conns[ci].fd;
 	char **argv = NULL, **envp = NULL, cwd[4096], logname[64];
-	uint64_t flags = 0;
+	uint64_t flags = 0, uid = s->ids.uid;
+	uid_t as;
 	int stdio[3] = { -1, -1, -1 }, pipefd[2] = { -1, -1 }, devnull = -1, log_fd = -1, e = 0, r;
 	struct ts_pty pty = { -1, -1 };
 	struct ts_error err = { 0 };
@@ -389,7 +426,16 @@ static void handle_spawn(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 		ts_ctl_send_error(fd, req->id, EAGAIN, "too many processes (%d)", TS_MAX_PROCS);
 		return;
 	}
-	r = spawn_args(req, &argv, &envp, cwd, sizeof(cwd));
+	if (ts_ctl_get_u64(req, TS_T_UID, &uid) == 0) {
+		char msg[256];
+
+		if (ts_ids_check(&s->ids, uid, msg, sizeof(msg)) < 0) {
+			ts_ctl_send_error(fd, req->id, EPERM, "%s", msg);
+			return;
+		}
+	}
+	as = (uid_t)uid;
+	r = spawn_args(req, &argv, &envp, cwd, sizeof(cwd), as != s->ids.uid ? &as : NULL);
 	if (r < 0) {
 		ts_ctl_send_error(fd, req->id, -r, "bad spawn request: %s", strerror(-r));
 		goto out;
@@ -439,7 +485,7 @@ static void handle_spawn(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 			goto out;
 		}
 	}
-	pid = start_process(argv, envp, cwd, stdio, pty.slave, &e);
+	pid = start_process(&s->ids, as, argv, envp, cwd, stdio, pty.slave, &e);
 	if (pid < 0) {
 		ts_ctl_send_error(fd, req->id, e, "fork: %s", strerror(e));
 		goto out;
@@ -450,6 +496,7 @@ static void handle_spawn(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 	p->pid = pid;
 	p->running = true;
 	p->flags = (uint32_t)flags;
+	p->uid = as;
 	p->started_ms = realtime_ms();
 	p->out_fd = p->log_fd = -1;
 	for (char **a = argv; *a; a++) {
@@ -559,6 +606,7 @@ static void handle_ps(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 		ts_ctl_put_str(&m, TS_T_STATE, p->running ? "running" : "exited");
 		ts_ctl_put_u64(&m, TS_T_STATUS, (uint64_t)p->status);
 		ts_ctl_put_u64(&m, TS_T_FLAGS, p->flags);
+		ts_ctl_put_u64(&m, TS_T_UID, (uint64_t)p->uid);
 		ts_ctl_put_u64(&m, TS_T_STARTED, (uint64_t)p->started_ms);
 		ts_ctl_put_u64(&m, TS_T_ENDED, (uint64_t)p->ended_ms);
 		ts_ctl_put_str(&m, TS_T_ARG, p->summary);
@@ -576,8 +624,22 @@ static void handle_file(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 				     .home = "/home/user",
 				     .root = "/" };
 	int fd = s->conns[ci].fd;
-	pid_t pid = fork();
+	uint64_t op = 0, uid = s->ids.uid;
+	char msg[256];
+	pid_t pid;
+	int r;
 
+	/* A connection's user is fixed by its first request (TS_FILE_USER), else init's. */
+	if (ts_ctl_get_u64(req, TS_T_OP, &op) == 0 && op == TS_FILE_USER &&
+	    (ts_ctl_get_u64(req, TS_T_UID, &uid) < 0 ||
+	     ts_ids_check(&s->ids, uid, msg, sizeof(msg)) < 0)) {
+		if (ts_ctl_get_u64(req, TS_T_UID, &uid) < 0)
+			snprintf(msg, sizeof(msg), "a user request without a uid");
+		ts_ctl_send_error(fd, req->id, EPERM, "%s", msg);
+		close_conn(s, ci);
+		return;
+	}
+	pid = fork();
 	if (pid < 0) {
 		ts_ctl_send_error(fd, req->id, errno, "fork file worker: %s", strerror(errno));
 		return;
@@ -601,6 +663,15 @@ static void handle_file(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 				close(s->procs[i].log_fd);
 		}
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		r = ts_ids_become(&s->ids, (uid_t)uid);
+		if (r < 0) {
+			ts_ctl_send_error(fd, req->id, -r, "file worker: become uid %u: %s",
+					  (unsigned)uid, strerror(-r));
+			_exit(1);
+		}
+		/* relative paths start in the home of a user asked for by name */
+		if (op == TS_FILE_USER)
+			fcfg.home = ts_ids_home((uid_t)uid);
 		_exit(ts_files_serve(fd, req, &fcfg) < 0 ? 1 : 0);
 	}
 	close_conn(s, ci);
@@ -704,6 +775,7 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 	sigset_t mask;
 
 	s.cfg = cfg;
+	ts_ids_init(&s.ids);
 	s.last_activity = ts_now_ms();
 	for (int i = 0; i < TS_MAX_CONNS; i++)
 		s.conns[i].fd = -1;

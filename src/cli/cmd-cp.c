@@ -9,7 +9,8 @@
  * tree): they are skipped with a warning, as are special files and, going in, protected
  * names; anything skipped makes the exit status 1. SRC itself, when a host path, is
  * followed if it is a symlink (the user named it); a host DST that is a symlink is
- * refused (write `DST/` to copy into the directory it points to).
+ * refused (write `DST/` to copy into the directory it points to). Inside, cp acts as
+ * `user` (the workspace's owner), or as `root` with --user root.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,19 +25,25 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "commands.h"
+#include "extract.h"
 #include "files.h"
 #include "sandbox.h"
 
 static void usage(FILE *f)
 {
 	fputs("usage: toren-sandbox cp [OPTIONS] SRC DST\n"
+	      "       toren-sandbox cp --extract ARCHIVE ID:DIR\n"
 	      "\n"
 	      "Copy a file or directory between the host and a sandbox. Exactly one of SRC and\n"
 	      "DST is ID:PATH (ID: id, name or id prefix; PATH absolute, or relative to\n"
 	      "/home/user). A host path with a `:` before its first `/` is written ./PATH.\n"
 	      "`-` as the host side is standard input or output (a single file).\n"
 	      "\n"
-	      "  -h, --help  show this help\n",
+	      "  -x, --extract    SRC is an archive (tar, compressed or not, zip, cpio, ...; `-`:\n"
+	      "                   standard input) to unpack into the sandbox directory DST\n"
+	      "      --user NAME  act as `user` (default: the owner of /home/user) or `root`\n"
+	      "                   (a sandbox with a root: created by root or with --user root)\n"
+	      "  -h, --help       show this help\n",
 	      f);
 }
 
@@ -136,6 +143,18 @@ static int copy_in(struct ts_copy *c, const char *src, const char *dst, struct t
 	return ts_files_copy_in(c, fd, src, target, err);
 }
 
+static int extract_in(struct ts_copy *c, const char *src, const char *dst, struct ts_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+
+	if (!strcmp(src, "-"))
+		return ts_archive_extract(c, STDIN_FILENO, "standard input", dst, err);
+	fd = open(src, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open `%s`", src);
+	return ts_archive_extract(c, fd, src, dst, err);
+}
+
 static int copy_out(struct ts_copy *c, const char *src, const char *dst, struct ts_error *err)
 {
 	_cleanup_close_ int dfd = -EBADF;
@@ -177,7 +196,10 @@ static int copy_out(struct ts_copy *c, const char *src, const char *dst, struct 
 
 int ts_cmd_cp(int argc, char **argv)
 {
-	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, {} };
+	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' },
+						  { "user", required_argument, NULL, 'u' },
+						  { "extract", no_argument, NULL, 'x' },
+						  {} };
 	char sref[TS_NAME_MAX + 1], dref[TS_NAME_MAX + 1];
 	const char *spath = NULL, *dpath = NULL;
 	struct ts_copy c = { .conn = -EBADF, .warn = on_warn };
@@ -185,14 +207,28 @@ int ts_cmd_cp(int argc, char **argv)
 	struct ts_sandbox_rec rec;
 	struct ts_store *st;
 	bool sin, din;
+	unsigned uid = 1000;
+	bool extract = false;
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+hx", longopts, NULL)) != -1) {
 		if (opt == 'h') {
 			usage(stdout);
 			return 0;
 		}
-		usage(stderr);
+		if (opt == 'x') {
+			extract = true;
+			continue;
+		}
+		if (opt == 'u' && (!strcmp(optarg, "user") || !strcmp(optarg, "root"))) {
+			uid = !strcmp(optarg, "root") ? 0 : 1000;
+			continue;
+		}
+		if (opt == 'u')
+			fprintf(stderr, "toren-sandbox cp: bad --user `%s` (user or root)\n",
+				optarg);
+		else
+			usage(stderr);
 		return 2;
 	}
 	if (argc - optind != 2) {
@@ -205,6 +241,11 @@ int ts_cmd_cp(int argc, char **argv)
 		fprintf(stderr, "toren-sandbox cp: exactly one of SRC and DST must be ID:PATH\n");
 		return 2;
 	}
+	if (extract && sin) {
+		fprintf(stderr, "toren-sandbox cp: --extract unpacks a host archive: DST must be "
+				"ID:DIR\n");
+		return 2;
+	}
 	if (ts_cli_lookup("cp", sin ? sref : dref, &st, &rec) < 0)
 		return 1;
 	/* a sandbox whose init is gone is rebuilt around its files, as for exec */
@@ -214,7 +255,13 @@ int ts_cmd_cp(int argc, char **argv)
 		ts_err_clear(&err);
 		r = c.conn = ts_sandbox_connect(&rec, &err);
 	}
+	/* by default as the workspace's owner, in every sandbox (E2B's files API does the
+	 * same); as root only when asked */
 	if (r >= 0)
+		r = ts_files_as_user(c.conn, uid, &err);
+	if (r >= 0 && extract)
+		r = extract_in(&c, argv[optind], dpath, &err);
+	else if (r >= 0)
 		r = sin ? copy_out(&c, spath, argv[optind + 1], &err)
 			: copy_in(&c, argv[optind], dpath, &err);
 	if (r < 0)

@@ -39,22 +39,13 @@ static void usage(FILE *f)
 	      "  -t, --tty              a pty, when standard input is a terminal\n"
 	      "  -d, --detach           in the background: print the process id and return;\n"
 	      "                         output goes to `toren-sandbox logs ID PROC`\n"
-	      "      --user NAME        `user` (default) or `root` (a sandbox created with\n"
-	      "                         --user root)\n"
+	      "      --user NAME        run as `user` or `root` (default: the sandbox's own\n"
+	      "                         user; root needs a sandbox with a root: created\n"
+	      "                         by root, or with --user root)\n"
 	      "  -e, --env NAME=VALUE   set a variable for this command; repeatable\n"
 	      "      --cwd DIR          working directory inside (default /home/user)\n"
 	      "  -h, --help             show this help\n",
 	      f);
-}
-
-static bool spec_is_root(const struct ts_sandbox_rec *rec)
-{
-	json_t *spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
-	bool root = spec && json_is_string(json_object_get(spec, "user")) &&
-		    !strcmp(json_string_value(json_object_get(spec, "user")), "root");
-
-	json_decref(spec);
-	return root;
 }
 
 /* Relay between our terminal and the pty master until the command exits. */
@@ -157,11 +148,11 @@ int ts_cmd_exec(int argc, char **argv)
 	struct ts_store *st = NULL;
 	struct ts_sandbox_rec rec;
 	struct ts_error err = { 0 };
-	struct ts_spawn_req req = { 0 };
+	struct ts_spawn_req req = { .uid = -1 };
 	struct termios saved;
 	char *env[MAX_ENV + 1] = { 0 };
 	size_t n_env = 0;
-	bool interactive = false, tty = false, detach = false, root = false, raw = false;
+	bool interactive = false, tty = false, detach = false, raw = false;
 	_cleanup_close_ int conn = -EBADF, devnull = -EBADF, master = -EBADF, sfd = -EBADF;
 	int stdio[3], c, status = 0, r, code;
 	uint64_t proc = 0;
@@ -182,8 +173,10 @@ int ts_cmd_exec(int argc, char **argv)
 			break;
 		case 'u':
 			if (!strcmp(optarg, "root"))
-				root = true;
-			else if (strcmp(optarg, "user") != 0) {
+				req.uid = 0;
+			else if (!strcmp(optarg, "user"))
+				req.uid = 1000;
+			else {
 				fprintf(stderr, "toren-sandbox exec: bad --user `%s`\n", optarg);
 				return 2;
 			}
@@ -232,12 +225,6 @@ int ts_cmd_exec(int argc, char **argv)
 	}
 	if (ts_cli_lookup("exec", argv[optind], &st, &rec) < 0)
 		return 1;
-	if (root && !spec_is_root(&rec)) {
-		fprintf(stderr, "toren-sandbox exec: `--user root` needs a sandbox created with "
-				"`--user root` (its processes' ids are fixed at start)\n");
-		code = 1;
-		goto out;
-	}
 	/* a sandbox whose init is gone (reboot, OOM, kill -9) is rebuilt around its files */
 	if (ts_sandbox_start(st, &rec, &err) < 0)
 		goto fail;

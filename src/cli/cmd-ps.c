@@ -11,6 +11,12 @@
 #include "procs.h"
 #include "sandbox.h"
 
+/* The sandbox's two users by name; anything else (an older init: unknown) as `?`. */
+static const char *user_name(uint64_t uid)
+{
+	return uid == 0 ? "root" : uid == 1000 ? "user" : "?";
+}
+
 int ts_cmd_ps(int argc, char **argv)
 {
 	struct ts_store *st;
@@ -69,6 +75,7 @@ int ts_cmd_ps(int argc, char **argv)
 					      list[i].command, "background",
 					      (int)((list[i].flags & 2) != 0));
 
+			json_object_set_new(o, "user", json_string(user_name(list[i].uid)));
 			if (!list[i].running)
 				json_object_set_new(
 					o, "exit_code",
@@ -79,7 +86,8 @@ int ts_cmd_ps(int argc, char **argv)
 		putchar('\n');
 		json_decref(arr);
 	} else {
-		printf("%-6s %-7s %-8s %-5s %s\n", "PROC", "PID", "STATE", "EXIT", "COMMAND");
+		printf("%-6s %-7s %-5s %-8s %-5s %s\n", "PROC", "PID", "USER", "STATE", "EXIT",
+		       "COMMAND");
 		for (size_t i = 0; i < n; i++) {
 			char exitbuf[16] = "-";
 
@@ -90,9 +98,9 @@ int ts_cmd_ps(int argc, char **argv)
 			for (char *c = list[i].command; *c; c++)
 				if ((unsigned char)*c < 0x20 || *c == 0x7f)
 					*c = '?';
-			printf("%-6llu %-7d %-8s %-5s %s\n", (unsigned long long)list[i].proc,
-			       (int)list[i].pid, list[i].running ? "running" : "exited", exitbuf,
-			       list[i].command);
+			printf("%-6llu %-7d %-5s %-8s %-5s %s\n", (unsigned long long)list[i].proc,
+			       (int)list[i].pid, user_name(list[i].uid),
+			       list[i].running ? "running" : "exited", exitbuf, list[i].command);
 		}
 	}
 	free(list);

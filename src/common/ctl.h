@@ -21,7 +21,7 @@
 
 #include "error.h"
 
-#define TS_CTL_VERSION 1
+#define TS_CTL_VERSION 2
 #define TS_CTL_HDR_LEN 12
 #define TS_CTL_MAX_PAYLOAD (1U << 20) /* 1 MiB: file data moves in chunks below this */
 #define TS_CTL_CHUNK (256U * 1024U)   /* file data per message */
@@ -86,6 +86,8 @@ enum ts_ctl_tag {
 #define TS_SPAWN_PTY (1U << 0)	  /* a pty; its master comes back with SPAWNED */
 #define TS_SPAWN_DETACH (1U << 1) /* background: output to the log, stdin /dev/null */
 #define TS_SPAWN_STDIO (1U << 2)  /* the request carries 3 fds: stdin, stdout, stderr */
+/* SPAWN may carry {UID}: run as that uid (0 root, 1000 user) instead of init's own;
+ * ERROR EPERM where the sandbox has no such user. PS_ENTRY carries each one's UID. */
 
 /* TS_T_OP of FILE */
 enum ts_file_op {
@@ -97,6 +99,10 @@ enum ts_file_op {
 	TS_FILE_REMOVE,	  /* {PATH}: recursive, never following links */
 	TS_FILE_RENAME,	  /* {PATH, PATH2} */
 	TS_FILE_WATCH,	  /* {PATH, DEPTH}: FILE_EVENT until the client closes */
+	TS_FILE_USER,	  /* {UID}: serve this connection as uid (0 root, 1000 user); only
+			   * as a connection's first request; relative paths then start in
+			   * that user's home. OK, or ERROR EPERM where the sandbox has no
+			   * such user. Without it: init's own uid, home /home/user. */
 };
 
 /* A message, received or being built. */

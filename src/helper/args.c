@@ -118,9 +118,18 @@ static struct ts_mount_op *add_op(struct ts_helper_ctx *ctx, enum ts_mount_kind 
 	memset(op, 0, sizeof(*op));
 	op->kind = kind;
 	op->src_fd = op->upper_fd = op->work_fd = -EBADF;
+	op->owner = -1;
 	for (size_t i = 0; i < TS_HELPER_MAX_LOWERS; i++)
 		op->lower_fds[i] = -EBADF;
 	return op;
+}
+
+bool ts_helper_id_mapped(const struct ts_idmap_line *map, size_t n, unsigned long id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (map[i].inside <= id && id - map[i].inside < map[i].count)
+			return true;
+	return false;
 }
 
 static void usage(void)
@@ -136,7 +145,7 @@ static void usage(void)
 	      "  --seccomp FD --sync-fd FD --control-fd FD --logs-fd FD\n"
 	      "  --rlimit NAME=SOFT[:HARD] --cgroup NAME --cgroup-memory BYTES\n"
 	      "  --cgroup-pids N --cgroup-cpu-quota USEC --die-with-parent --detach\n"
-	      "  --argv0 NAME\n"
+	      "  --argv0 NAME --init-setid --owner ID\n"
 	      "  --help --version\n",
 	      stdout);
 }
@@ -147,6 +156,7 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	size_t n_pending = 0;
 	unsigned long long pending_size = 0, v;
 	mode_t pending_mode = 0;
+	long long pending_owner = -1; /* --owner: uid (== gid) of the next --tmpfs */
 	int i, r;
 
 	memset(ctx, 0, sizeof(*ctx));
@@ -224,14 +234,23 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			if (*end || m > 07777 || !argv[i][0])
 				return ts_err(err, -EINVAL, "bad mode `%s`", argv[i]);
 			pending_mode = (mode_t)m;
+		} else if (!strcmp(a, "--owner")) {
+			NEED(1);
+			if (ts_parse_ull(argv[++i], &v) < 0 || v > 65535)
+				return ts_err(err, -EINVAL, "bad --owner `%s`", argv[i]);
+			pending_owner = (long long)v;
 		} else if (!strcmp(a, "--tmpfs") || !strcmp(a, "--dir")) {
 			NEED(1);
 			op = ADD(!strcmp(a, "--tmpfs") ? TS_MOUNT_TMPFS : TS_MOUNT_DIR);
 			op->dest = argv[++i];
 			op->size = pending_size;
 			op->mode = pending_mode ? pending_mode : 0755;
+			if (pending_owner >= 0 && op->kind != TS_MOUNT_TMPFS)
+				return ts_err(err, -EINVAL, "--owner applies to --tmpfs only");
+			op->owner = pending_owner;
 			pending_size = 0;
 			pending_mode = 0;
+			pending_owner = -1;
 		} else if (!strcmp(a, "--symlink")) {
 			NEED(2);
 			op = ADD(TS_MOUNT_SYMLINK);
@@ -365,6 +384,8 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			ctx->die_with_parent = true;
 		} else if (!strcmp(a, "--detach")) {
 			ctx->detach = true;
+		} else if (!strcmp(a, "--init-setid")) {
+			ctx->init_setid = true;
 		} else {
 			return ts_err(err, -EINVAL, "unknown option `%s` (see --help)", a);
 		}
@@ -373,6 +394,8 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 #undef ADD
 	if (n_pending)
 		return ts_err(err, -EINVAL, "--overlay-src without a following --overlay");
+	if (pending_owner >= 0)
+		return ts_err(err, -EINVAL, "--owner without a following --tmpfs");
 	if (i >= argc)
 		return ts_err(err, -EINVAL, "no program given after `--`");
 	ctx->argv = argv + i;
@@ -385,6 +408,14 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 		return ts_err(err, -EINVAL, "--logs-fd needs --control-fd");
 	if (ctx->n_uid_map == 0 || ctx->n_gid_map == 0)
 		return ts_err(err, -EINVAL, "--uid-map and --gid-map are required");
+	/* Switching ids is only between root and the sandbox's user, both mapped: the
+	 * capabilities it keeps are worth nothing beyond that pair. */
+	if (ctx->init_setid && (!ts_helper_id_mapped(ctx->uid_map, ctx->n_uid_map, 0) ||
+				!ts_helper_id_mapped(ctx->gid_map, ctx->n_gid_map, 0) ||
+				!ts_helper_id_mapped(ctx->uid_map, ctx->n_uid_map, 1000) ||
+				!ts_helper_id_mapped(ctx->gid_map, ctx->n_gid_map, 1000)))
+		return ts_err(err, -EINVAL,
+			      "--init-setid needs ids 0 and 1000 in both --uid-map and --gid-map");
 	return 0;
 }
 

@@ -52,12 +52,16 @@ struct ts_mount_op {
 	/* tmpfs */
 	unsigned long long size; /* 0: kernel default */
 	mode_t mode;
+	long long owner; /* --owner: uid and gid inside; -1: the program's ids */
 	bool ro;
 };
 
 struct ts_idmap_line {
 	unsigned long inside, outside, count;
 };
+
+/* Whether id (inside) falls in one of the map's lines. */
+bool ts_helper_id_mapped(const struct ts_idmap_line *map, size_t n, unsigned long id);
 
 struct ts_rlimit_op {
 	int resource;
@@ -91,7 +95,8 @@ struct ts_helper_ctx {
 	int control_fd; /* becomes fd 3 of the program, or -1 */
 	int logs_fd;	/* becomes fd 4 (with control_fd), or -1 */
 	bool die_with_parent;
-	bool detach; /* exit after reporting instead of waiting for init */
+	bool detach;	 /* exit after reporting instead of waiting for init */
+	bool init_setid; /* the program keeps 4 capabilities (ts_caps_keep_setid) */
 
 	struct ts_rlimit_op rlimits[TS_HELPER_MAX_RLIMITS];
 	size_t n_rlimits;

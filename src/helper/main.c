@@ -17,6 +17,7 @@
  *                                        hostname; `lo` up; setsid
  *                                        close every fd but 0-2 (+ control fd 3)
  *                                        drop bounding/ambient caps; final ids; clear caps
+ *                                        (--init-setid: keep the three of ts_caps_keep_setid)
  *                                        no_new_privs; seccomp (it forbids mount); rlimits
  *  wait for EOF on the sync socket <---  execveat(init memfd) closes it (CLOEXEC)
  *  report to the caller (+ pidfd of init)
@@ -64,10 +65,8 @@ static void setup_ids(const struct ts_helper_ctx *ctx, uid_t *uid, gid_t *gid)
 {
 	*uid = 1000;
 	*gid = 1000;
-	for (size_t i = 0; i < ctx->n_uid_map; i++)
-		if (ctx->uid_map[i].inside <= 1000 &&
-		    1000 - ctx->uid_map[i].inside < ctx->uid_map[i].count)
-			return;
+	if (ts_helper_id_mapped(ctx->uid_map, ctx->n_uid_map, 1000))
+		return;
 	/* no 1000 inside: the program's own ids */
 	*uid = ctx->uid;
 	*gid = ctx->gid;
@@ -158,13 +157,13 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	r = ts_proc_close_fds(pass, n_pass, keep, ctx->seccomp_fd >= 0 ? 3 : 2, err);
 	if (r < 0)
 		return r;
-	r = ts_caps_drop_bounding(err);
+	r = ts_caps_drop_bounding(ctx->init_setid, err);
 	if (r < 0)
 		return r;
 	r = ts_proc_set_ids(ctx->uid, ctx->gid, err);
 	if (r < 0)
 		return r;
-	r = ts_caps_clear(err);
+	r = ctx->init_setid ? ts_caps_keep_setid(err) : ts_caps_clear(err);
 	if (r < 0)
 		return r;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -583,18 +583,21 @@ static int do_op(struct ts_mount_state *st, struct ts_mount_op *op, struct ts_er
 		return mount_bind(st, op->src_fd,
 				  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target,
 				  op->dest, err);
-	case TS_MOUNT_TMPFS:
-		/* Owned by the program's ids (uid= is read in our user namespace): /root is
-		 * root's when the program runs as root, and the user's otherwise. */
+	case TS_MOUNT_TMPFS: {
+		/* Owned by the program's ids unless --owner says (uid= is read in our user
+		 * namespace): /root is root's when a root exists, else the user's. */
+		unsigned uid = op->owner >= 0 ? (unsigned)op->owner : (unsigned)st->uid;
+		unsigned gid = op->owner >= 0 ? (unsigned)op->owner : (unsigned)st->gid;
+
 		if (op->size)
 			snprintf(opts, sizeof(opts), "mode=%04o,uid=%u,gid=%u,size=%llu",
-				 (unsigned)op->mode, (unsigned)st->uid, (unsigned)st->gid,
-				 op->size);
+				 (unsigned)op->mode, uid, gid, op->size);
 		else
 			snprintf(opts, sizeof(opts), "mode=%04o,uid=%u,gid=%u", (unsigned)op->mode,
-				 (unsigned)st->uid, (unsigned)st->gid);
+				 uid, gid);
 		return mount_new(st, "tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target,
 				 op->dest, err);
+	}
 	case TS_MOUNT_OVERLAY:
 		return do_overlay(st, op, target, err);
 	case TS_MOUNT_PROC:

@@ -179,7 +179,23 @@ int ts_files_read_to_fd(int conn, const char *path, int out_fd, struct ts_error 
 	return r < 0 ? r : local;
 }
 
+static ssize_t read_fd(void *userdata, void *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = read(*(const int *)userdata, buf, len);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
 int ts_files_write_from_fd(int conn, const char *path, int mode, int in_fd, struct ts_error *err)
+{
+	return ts_files_write_from(conn, path, mode, read_fd, &in_fd, err);
+}
+
+int ts_files_write_from(int conn, const char *path, int mode, ts_files_reader_fn fn, void *userdata,
+			struct ts_error *err)
 {
 	struct ts_ctl_msg m = { 0 };
 	_cleanup_free_ uint8_t *buf = malloc(TS_CTL_CHUNK);
@@ -198,14 +214,12 @@ int ts_files_write_from_fd(int conn, const char *path, int mode, int in_fd, stru
 	r = send_req(conn, &m, err);
 	while (r == 0) {
 		struct pollfd p = { .fd = conn, .events = POLLIN };
-		ssize_t n = read(in_fd, buf, TS_CTL_CHUNK);
+		ssize_t n = fn(userdata, buf, TS_CTL_CHUNK);
 
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n < 0) {
 			/* Only a closed connection abandons a write (the sandbox keeps the old
 			 * file): END would commit what was sent so far. */
-			r = -errno;
+			r = (int)n;
 			shutdown(conn, SHUT_RDWR);
 			ts_err_errno(err, r, "write `%s`: read the source", path);
 			break;
@@ -348,6 +362,23 @@ int ts_files_mkdir(int conn, const char *path, unsigned mode, struct ts_error *e
 	return r;
 }
 
+int ts_files_as_user(int conn, unsigned uid, struct ts_error *err)
+{
+	struct ts_ctl_msg m = { 0 };
+	int r;
+
+	ts_ctl_msg_init(&m, TS_CTL_FILE, TS_FILE_USER);
+	r = ts_ctl_put_u64(&m, TS_T_OP, TS_FILE_USER);
+	if (r == 0)
+		r = ts_ctl_put_u64(&m, TS_T_UID, uid);
+	if (r == 0)
+		r = simple_op(conn, &m, err);
+	else
+		ts_err_errno(err, r, "file request as uid %u", uid);
+	ts_ctl_msg_free(&m);
+	return r;
+}
+
 int ts_files_remove(int conn, const char *path, struct ts_error *err)
 {
 	struct ts_ctl_msg m = { 0 };
@@ -378,7 +409,7 @@ int ts_files_rename(int conn, const char *from, const char *to, struct ts_error 
 
 /* --- copies --- */
 
-static void __attribute__((format(printf, 2, 3))) warn(struct ts_copy *c, const char *fmt, ...)
+void ts_copy_skip(struct ts_copy *c, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -455,7 +486,8 @@ static int copy_in_dir(struct walk *w, int fd, const struct stat *st, int depth,
 		sub = openat(dirfd(d), de->d_name,
 			     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		if (sub < 0 && errno == ELOOP) {
-			warn(w->c, "skipped `%s`: a symlink (cp copies no symlinks)", w->host);
+			ts_copy_skip(w->c, "skipped `%s`: a symlink (cp copies no symlinks)",
+				     w->host);
 		} else if (sub < 0) {
 			r = ts_err_errno(err, -errno, "open `%s`", w->host);
 		} else if (fstat(sub, &sst) < 0) {
@@ -482,14 +514,14 @@ static int copy_in_at(struct walk *w, int fd, const struct stat *st, int depth,
 	if (S_ISDIR(st->st_mode))
 		return copy_in_dir(w, fd, st, depth, err);
 	if (!S_ISREG(st->st_mode)) {
-		warn(w->c, "skipped `%s`: not a regular file or directory", w->host);
+		ts_copy_skip(w->c, "skipped `%s`: not a regular file or directory", w->host);
 		return 0;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	r = ts_files_write_from_fd(w->c->conn, w->sb, (int)(st->st_mode & 0777), fd, err);
 	if (r == -EPERM && depth > 0) {
 		/* a protected name in a tree: the rest of the tree still goes in */
-		warn(w->c, "skipped `%s`: %s", w->host, err->msg);
+		ts_copy_skip(w->c, "skipped `%s`: %s", w->host, err->msg);
 		ts_err_clear(err);
 		return 0;
 	}
@@ -532,8 +564,8 @@ static int collect(const struct ts_file_info *e, void *userdata, struct ts_error
 
 	/* The only names ever used on the host are plain ones (FA-12). */
 	if (!ts_files_name_ok(e->path)) {
-		warn(es->c, "skipped an entry of `%s` with an unusable name `%s`", es->dir,
-		     e->path);
+		ts_copy_skip(es->c, "skipped an entry of `%s` with an unusable name `%s`", es->dir,
+			     e->path);
 		return 0;
 	}
 	if (es->n == es->cap) {
@@ -648,10 +680,11 @@ static int copy_out_at(struct walk *w, enum ts_file_type type, unsigned mode, in
 		return copy_out_dir(w, mode, dfd, name, depth, err);
 	case TS_FILE_TYPE_SYMLINK:
 		/* A link made on the host would point into the host's tree (FA-12). */
-		warn(w->c, "skipped `%s`: a symlink in the sandbox (cp copies no symlinks)", w->sb);
+		ts_copy_skip(w->c, "skipped `%s`: a symlink in the sandbox (cp copies no symlinks)",
+			     w->sb);
 		return 0;
 	default:
-		warn(w->c, "skipped `%s`: not a regular file or directory", w->sb);
+		ts_copy_skip(w->c, "skipped `%s`: not a regular file or directory", w->sb);
 		return 0;
 	}
 }

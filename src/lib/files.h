@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -52,6 +53,14 @@ int ts_files_read_to_fd(int conn, const char *path, int out_fd, struct ts_error 
  */
 int ts_files_write_from_fd(int conn, const char *path, int mode, int in_fd, struct ts_error *err);
 
+/* The data of a write: up to len bytes into buf; the count, 0 at the end, or -errno. */
+typedef ssize_t (*ts_files_reader_fn)(void *userdata, void *buf, size_t len);
+
+/* ts_files_write_from_fd with the data from fn; an error of fn abandons the write (the
+ * sandbox keeps the old file) and closes the connection. */
+int ts_files_write_from(int conn, const char *path, int mode, ts_files_reader_fn fn, void *userdata,
+			struct ts_error *err);
+
 /* Called for each entry of a listing; a negative return stops it (and is returned). */
 typedef int (*ts_files_list_fn)(const struct ts_file_info *e, void *userdata, struct ts_error *err);
 
@@ -67,6 +76,11 @@ int ts_files_stat(int conn, const char *path, struct ts_file_info *ret, struct t
 int ts_files_mkdir(int conn, const char *path, unsigned mode, struct ts_error *err);
 
 /* rm -rf path, never following a link. 0 or -errno. */
+/* Serve the rest of this connection as uid (0 root, 1000 user): only as its first request;
+ * relative paths then start in that user's home. EPERM where the sandbox has no such
+ * user. */
+int ts_files_as_user(int conn, unsigned uid, struct ts_error *err);
+
 int ts_files_remove(int conn, const char *path, struct ts_error *err);
 
 /* rename(2) inside the sandbox: an existing target is replaced. 0 or -errno. */
@@ -79,6 +93,9 @@ struct ts_copy {
 	void (*warn)(void *userdata, const char *msg); /* told about each; may be NULL */
 	void *userdata;
 };
+
+/* Count an entry left out of a copy and tell c->warn (the message made safe to print). */
+void ts_copy_skip(struct ts_copy *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
  * Copy the host file or directory open as src_fd to the sandbox path dst (the new

@@ -268,6 +268,11 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 	r |= ts_strv_push(a, "/var/tmp");
 	r |= ts_strv_push(a, "--perms");
 	r |= ts_strv_push(a, "0700");
+	if (o->durable_id && p->idmap.has_root) {
+		/* init can start root's processes here (--init-setid): /root is theirs */
+		r |= ts_strv_push(a, "--owner");
+		r |= ts_strv_push(a, "0");
+	}
 	r |= ts_strv_push(a, "--tmpfs");
 	r |= ts_strv_push(a, "/root");
 	r |= ts_strv_push(a, "--tmpfs");
@@ -330,6 +335,9 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		r |= ts_strv_pushf(a, "%d", TS_FD_CONTROL);
 		r |= ts_strv_push(a, "--logs-fd");
 		r |= ts_strv_pushf(a, "%d", TS_FD_LOGS);
+		/* with both root and user mapped, init may start processes as either */
+		if (p->idmap.has_root)
+			r |= ts_strv_push(a, "--init-setid");
 		r |= ts_strv_push(a, "--argv0");
 		r |= ts_strv_push(a, "toren-init");
 		r |= ts_strv_push(a, "--");

@@ -56,6 +56,8 @@ int ts_procs_spawn(int conn, const struct ts_spawn_req *req, uint64_t *ret_proc,
 		r = ts_ctl_put_str(&m, TS_T_ENV, *e);
 	if (req->cwd && r == 0)
 		r = ts_ctl_put_str(&m, TS_T_CWD, req->cwd);
+	if (req->uid >= 0 && r == 0)
+		r = ts_ctl_put_u64(&m, TS_T_UID, (uint64_t)req->uid);
 	flags = req->pty ? TS_SPAWN_PTY : req->detach ? TS_SPAWN_DETACH : TS_SPAWN_STDIO;
 	if (r == 0)
 		r = ts_ctl_put_u64(&m, TS_T_FLAGS, flags);
@@ -194,6 +196,8 @@ int ts_procs_list(int conn, struct ts_proc_info **ret, size_t *n, struct ts_erro
 			break;
 		}
 		ts_ctl_get_u64(&m, TS_T_FLAGS, &pi->flags);
+		if (ts_ctl_get_u64(&m, TS_T_UID, &pi->uid) < 0 || pi->uid > 0xffffffffULL)
+			pi->uid = 0xffffffffULL; /* unknown */
 		ts_ctl_get_u64(&m, TS_T_STARTED, &pi->started_ms);
 		ts_ctl_get_u64(&m, TS_T_ENDED, &pi->ended_ms);
 		if (ts_ctl_get_str(&m, TS_T_ARG, pi->command, sizeof(pi->command)) < 0)

@@ -17,6 +17,7 @@ struct ts_spawn_req {
 	bool pty;	  /* a pty: its master comes back in *ret_master */
 	bool detach;	  /* background: output to $ROOT/<id>/logs/<proc>.log */
 	const int *stdio; /* 3 fds for stdin/stdout/stderr, when neither pty nor detach */
+	int uid;	  /* inside: 0 root, 1000 user; -1 the sandbox's own user */
 };
 
 /* Start a process. 0 with its id (and pid, pty master), or -errno with err. */
@@ -38,6 +39,7 @@ struct ts_proc_info {
 	bool running;
 	int status; /* wait status when exited */
 	uint64_t flags, started_ms, ended_ms;
+	uint64_t uid; /* inside the sandbox */
 	char command[256];
 };
 

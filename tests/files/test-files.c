@@ -579,6 +579,24 @@ static void unit_dirs(void)
 	   "remove of 100001 files");
 }
 
+/* USER as a connection's first request is acknowledged (init switched ids before it
+ * forked the worker); the operations after it are served as usual. */
+static void unit_user_first(void)
+{
+	struct ts_error err = { 0 };
+	struct ts_file_info info;
+	int conn;
+	pid_t pid = start_worker(&conn, false);
+
+	ok(ts_files_as_user(conn, 1000, &err) == 0, "USER first: OK (%s)", err.msg);
+	ok(ts_files_stat(conn, "hello.txt", &info, &err) == 0 && info.size == 6,
+	   "... then the connection serves file requests (%s)", err.msg);
+	ts_err_clear(&err);
+	ok(ts_files_as_user(conn, 0, &err) == -EINVAL, "... and refuses a second USER (%s)",
+	   err.msg);
+	stop_worker(pid, conn);
+}
+
 static void unit_protocol(void)
 {
 	struct ts_ctl_msg m = { 0 };
@@ -594,6 +612,10 @@ static void unit_protocol(void)
 	ok(m.type == TS_CTL_ERROR && m.id == 3, "a non-file request on a file connection: ERROR");
 	ts_ctl_msg_free(&m);
 	ok(read_is("hello.txt", "third\n"), "the connection still serves after errors");
+	ok(raw_req(T.conn, TS_FILE_USER, NULL, 0, &code) == TS_CTL_ERROR && code == EINVAL,
+	   "USER after the first request: EINVAL (a connection's user is fixed)");
+	ok(read_is("hello.txt", "third\n"), "... and the connection still serves");
+	unit_user_first();
 }
 
 /* Kill the worker in the middle of a write (RL-07): the old file or the new, never a mix,

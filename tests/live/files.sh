@@ -127,6 +127,44 @@ ts cp "$id:in.txt" "$out/dst/" 2>/dev/null
 tap_is "$?:$(cat "$canary/in.txt" 2>/dev/null)" "0:hello" "... and DST/ copies into the directory it points to (control)"
 rm -f "$canary/in.txt"
 
+# --- archives (FA-10): cp --extract ---
+mkdir -p "$work/arc"
+if python3 "$here/make-archives.py" "$work/arc" "$canary"; then
+	for a in evil.tar evil.tar.gz; do
+		d=/tmp/ex-${a//./-}
+		ts cp --extract "$work/arc/$a" "$id:$d" 2>"$work/err"
+		tap_is "$?:$(ts exec "$id" -- cat "$d/good/ok.txt")" "1:ok" \
+			"FA-10 $a: the good entry arrives, exit 1 for what was skipped"
+		tap_is "$(ts exec "$id" -- stat -c %a "$d/good/ok.txt")" 640 "FA-10 $a: permission bits kept"
+		ts exec "$id" -- sh -c "test ! -e /tmp/x && test ! -e $d/../x && test ! -e /abs && test ! -e $d/abs && test ! -e /tmp/up && test ! -e $d/up"
+		tap_result $? "FA-10 $a: no entry with .. or an absolute name is written anywhere"
+		ts exec "$id" -- sh -c "test ! -L $d/x && test ! -e $d/hl && test ! -e $d/dev && test ! -e $d/fifo"
+		tap_result $? "FA-10 $a: no symlink, hard link, device or FIFO is created"
+		tap_is "$(ts exec "$id" -- cat "$d/x/passwd" 2>/dev/null)" through-link \
+			"FA-10 $a: symlink-then-file: the file lands in a plain directory x/, inside"
+		tap_is "$(ts exec "$id" -- stat -c %a "$d/suid" "$d/sdir" | tr '\n' ' ')" "755 777 " \
+			"FA-10 $a: no setuid, setgid or sticky bit survives"
+		grep -q 'an absolute name or one with' "$work/err" && grep -q 'a hard link' "$work/err" &&
+			grep -q 'a symbolic link' "$work/err" && grep -q 'not a regular file or directory' "$work/err"
+		tap_result $? "FA-10 $a: every skip is a warning naming the entry"
+	done
+	ts cp --extract "$work/arc/evil.zip" "$id:/tmp/ex-zip" 2>"$work/err"
+	tap_is "$?:$(ts exec "$id" -- cat /tmp/ex-zip/zgood/ok.txt)" "1:ok" "FA-10 zip: the good entry arrives, exit 1"
+	ts exec "$id" -- sh -c 'test ! -e /tmp/zx && test ! -e /zabs && test ! -e /tmp/ex-zip/zabs'
+	tap_result $? "FA-10 zip: .. and absolute entries are not written"
+	tap_is "$(ts exec "$id" -- stat -c %a /tmp/ex-zip/zsuid)" 755 "FA-10 zip: no setuid bit"
+	ts cp --extract - "$id:/tmp/ex-stdin" <"$work/arc/evil.tar.gz" 2>/dev/null
+	tap_is "$(ts exec "$id" -- cat /tmp/ex-stdin/good/ok.txt)" ok "cp --extract - reads the archive from standard input"
+	ts cp --extract "$work/arc/junk.tar" "$id:/tmp/ex-junk" 2>"$work/err"
+	tap_is "$?" 1 "cp --extract of something that is not an archive fails"
+	ts exec "$id" -- test -e /tmp/ex-junk; tap_is "$?" 1 "... and creates nothing ($(head -c 120 "$work/err"))"
+	ts cp --extract "$work/arc/evil.tar" "$out/x" 2>/dev/null
+	tap_is "$?" 2 "cp --extract to a host path: usage error"
+	tap_is "$(ls "$canary" | tr '\n' ' ')" "keep " "FA-10 the host canary directory gained nothing"
+else
+	tap_not_ok "FA-10 make the test archives (python3 tarfile/zipfile)"
+fi
+
 # --- usage and lookup ---
 ts cp "$work/in.txt" "$out/x" 2>/dev/null
 tap_is "$?" 2 "neither side ID:PATH: usage error"

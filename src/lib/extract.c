@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "extract.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cleanup.h"
+
+#define LIBARCHIVE_SONAME "libarchive.so.13"
+
+/* The libarchive functions we use, resolved by name from the dlopen'ed library. */
+struct libarchive {
+	void *dl;
+	__typeof__(archive_read_new) *read_new;
+	__typeof__(archive_read_support_filter_all) *support_filter_all;
+	__typeof__(archive_read_support_format_all) *support_format_all;
+	__typeof__(archive_read_open_fd) *open_fd;
+	__typeof__(archive_read_next_header) *next_header;
+	__typeof__(archive_read_data) *read_data;
+	__typeof__(archive_read_free) *read_free;
+	__typeof__(archive_error_string) *error_string;
+	__typeof__(archive_entry_pathname) *entry_pathname;
+	__typeof__(archive_entry_filetype) *entry_filetype;
+	__typeof__(archive_entry_perm) *entry_perm;
+	__typeof__(archive_entry_hardlink) *entry_hardlink;
+};
+
+static int load(struct libarchive *L, struct ts_error *err)
+{
+	static const char *const names[] = {
+		"archive_read_new",
+		"archive_read_support_filter_all",
+		"archive_read_support_format_all",
+		"archive_read_open_fd",
+		"archive_read_next_header",
+		"archive_read_data",
+		"archive_read_free",
+		"archive_error_string",
+		"archive_entry_pathname",
+		"archive_entry_filetype",
+		"archive_entry_perm",
+		"archive_entry_hardlink",
+	};
+	void **slots[] = {
+		(void **)&L->read_new,		 (void **)&L->support_filter_all,
+		(void **)&L->support_format_all, (void **)&L->open_fd,
+		(void **)&L->next_header,	 (void **)&L->read_data,
+		(void **)&L->read_free,		 (void **)&L->error_string,
+		(void **)&L->entry_pathname,	 (void **)&L->entry_filetype,
+		(void **)&L->entry_perm,	 (void **)&L->entry_hardlink,
+	};
+
+	_Static_assert(ELEMENTSOF(names) == ELEMENTSOF(slots), "one slot per name");
+	L->dl = dlopen(LIBARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!L->dl)
+		return ts_err(err, -ENOPKG,
+			      "archives need libarchive (%s: %s); install the libarchive13 "
+			      "package",
+			      LIBARCHIVE_SONAME, dlerror());
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		*slots[i] = dlsym(L->dl, names[i]);
+		if (!*slots[i]) {
+			dlclose(L->dl);
+			return ts_err(err, -ENOPKG, "%s has no `%s`", LIBARCHIVE_SONAME, names[i]);
+		}
+	}
+	return 0;
+}
+
+/*
+ * The sandbox path of an entry: dst/NAME with `.` and empty components dropped. 1 when
+ * nothing is left (the destination itself), -EXDEV for an absolute name or a `..`
+ * component, -ENAMETOOLONG, else 0.
+ */
+static int entry_path(const char *name, const char *dst, char *out, size_t len)
+{
+	size_t used;
+	const char *p = name;
+	bool any = false;
+
+	if (name[0] == '/')
+		return -EXDEV;
+	used = (size_t)snprintf(out, len, "%s", dst);
+	if (used >= len)
+		return -ENAMETOOLONG;
+	while (*p) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && !strncmp(p, "..", 2))
+			return -EXDEV;
+		if (n > 0 && !(n == 1 && p[0] == '.')) {
+			if (used + 1 + n >= len)
+				return -ENAMETOOLONG;
+			out[used++] = '/';
+			memcpy(out + used, p, n);
+			used += n;
+			out[used] = '\0';
+			any = true;
+		}
+		p += n;
+		p += *p == '/';
+	}
+	return any ? 0 : 1;
+}
+
+struct data_reader {
+	const struct libarchive *L;
+	struct archive *a;
+	bool failed;
+};
+
+static ssize_t read_entry(void *userdata, void *buf, size_t len)
+{
+	struct data_reader *d = userdata;
+	la_ssize_t n = d->L->read_data(d->a, buf, len);
+
+	if (n < 0) {
+		d->failed = true;
+		return -EIO;
+	}
+	return (ssize_t)n;
+}
+
+/* A failure that leaves the connection unusable: stop. Others skip the entry. */
+static bool fatal(int r)
+{
+	return r == -EPROTO || r == -ECONNRESET || r == -ETIMEDOUT || r == -EPIPE ||
+	       r == -ENOTCONN || r == -ENOMEM;
+}
+
+static int extract_entry(struct ts_copy *c, const struct libarchive *L, struct archive *a,
+			 struct archive_entry *e, const char *shown, const char *dst,
+			 struct ts_error *err)
+{
+	const char *name = L->entry_pathname(e);
+	char path[PATH_MAX];
+	unsigned type, perm;
+	int r;
+
+	if (!name || !name[0]) {
+		ts_copy_skip(c, "`%s`: skipped an entry without a usable name", shown);
+		return 0;
+	}
+	r = entry_path(name, dst, path, sizeof(path));
+	if (r == 1)
+		return 0;
+	if (r == -EXDEV) {
+		ts_copy_skip(c, "`%s`: skipped `%s`: an absolute name or one with `..`", shown,
+			     name);
+		return 0;
+	}
+	if (r < 0) {
+		ts_copy_skip(c, "`%s`: skipped `%s`: name too long", shown, name);
+		return 0;
+	}
+	type = (unsigned)L->entry_filetype(e);
+	perm = (unsigned)L->entry_perm(e) & 0777; /* never setuid, setgid or sticky */
+	if (L->entry_hardlink(e)) {
+		ts_copy_skip(c, "`%s`: skipped `%s`: a hard link (not extracted)", shown, name);
+		return 0;
+	}
+	if (type == AE_IFDIR) {
+		r = ts_files_mkdir(c->conn, path, perm | 0700, err);
+	} else if (type == AE_IFREG) {
+		struct data_reader d = { .L = L, .a = a };
+
+		r = ts_files_write_from(c->conn, path, (int)perm, read_entry, &d, err);
+		if (d.failed)
+			return ts_err(err, -EIO, "read `%s` in `%s`: %s", name, shown,
+				      L->error_string(a) ? L->error_string(a) : "damaged");
+	} else {
+		ts_copy_skip(c, "`%s`: skipped `%s`: %s", shown, name,
+			     type == AE_IFLNK ? "a symbolic link (not extracted)"
+					      : "not a regular file or directory");
+		return 0;
+	}
+	if (r < 0 && !fatal(r)) {
+		ts_copy_skip(c, "`%s`: skipped `%s`: %s", shown, name, err->msg);
+		ts_err_clear(err);
+		r = 0;
+	}
+	return r;
+}
+
+int ts_archive_extract(struct ts_copy *c, int fd, const char *shown, const char *dst,
+		       struct ts_error *err)
+{
+	struct libarchive L = { 0 };
+	struct archive *a;
+	struct archive_entry *e;
+	int r;
+
+	r = load(&L, err);
+	if (r < 0)
+		return r;
+	a = L.read_new();
+	if (!a) {
+		dlclose(L.dl);
+		return ts_err(err, -ENOMEM, "out of memory");
+	}
+	L.support_filter_all(a);
+	L.support_format_all(a);
+	if (L.open_fd(a, fd, 64 * 1024) != ARCHIVE_OK) {
+		r = ts_err(err, -EINVAL, "`%s` is not an archive: %s", shown,
+			   L.error_string(a) ? L.error_string(a) : "unreadable");
+		goto out;
+	}
+	for (bool first = true; r == 0; first = false) {
+		int h = L.next_header(a, &e);
+
+		if (h == ARCHIVE_EOF)
+			break;
+		/* the destination only once there is an archive to put into it */
+		if (first && (h == ARCHIVE_OK || h == ARCHIVE_WARN) &&
+		    (r = ts_files_mkdir(c->conn, dst, 0755, err)) < 0)
+			break;
+		if (h == ARCHIVE_FAILED) {
+			ts_copy_skip(c, "`%s`: skipped an unreadable entry: %s", shown,
+				     L.error_string(a) ? L.error_string(a) : "?");
+			continue;
+		}
+		if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
+			r = ts_err(err, -EIO, "read `%s`: %s", shown,
+				   L.error_string(a) ? L.error_string(a) : "damaged archive");
+			break;
+		}
+		r = extract_entry(c, &L, a, e, shown, dst, err);
+	}
+out:
+	L.read_free(a);
+	dlclose(L.dl);
+	return r;
+}

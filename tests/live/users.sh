@@ -1,0 +1,133 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# The two users of a durable sandbox: `exec --user root|user` and `cp --user root|user`.
+# Where the id map holds a root (as root: every sandbox; as a user with subordinate ids:
+# `create --user root`), init starts processes and file workers as either user, and
+# every one of them runs with no capability at all (NS-12 for exec'd processes and for
+# the file worker), while init keeps exactly CAP_SETUID, CAP_SETGID, CAP_SETPCAP and
+# CAP_KILL of its user namespace. Where it holds one id (`unshare -r`), asking for the
+# other user is a typed error that changes nothing. TAP; runs under modes.sh.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/lib.sh"
+
+[ -n "${TS_CLI:-}" ] && [ -x "$TS_CLI" ] || tap_skip_all "TS_CLI is not set or not executable"
+cli=$TS_CLI
+ts() { timeout -k 5 60 "$cli" "$@"; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ts-users-XXXXXX") || exit 1
+chmod 755 "$tmp"
+id=
+cleanup() {
+	[ -n "$id" ] && ts rm -f --purge "$id" >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# The capability lines of a /proc/PID/status, joined: "Inh Prm Eff Bnd Amb".
+caps() { awk '/^Cap(Inh|Prm|Eff|Bnd|Amb):/ { printf "%s%s", sep, $2; sep = " " }'; }
+zero="0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000"
+echo hello >"$tmp/in.txt"
+
+case $TS_MODE in
+userns)
+	# one id inside: no root to switch to
+	id=$(ts create | tail -n 1)
+	[ -n "$id" ]; tap_result $? "create (single id)"
+	out=$(ts exec --user root "$id" -- touch /tmp/as-root 2>"$tmp/err"); rc=$?
+	tap_is "$rc" 125 "exec --user root without a root inside fails"
+	grep -q "has no root" "$tmp/err"; tap_result $? "and says the sandbox has no root: $(head -c 200 "$tmp/err")"
+	ts exec "$id" -- test -e /tmp/as-root; [ $? = 1 ]; tap_result $? "and started nothing"
+	tap_is "$(ts exec --user user "$id" -- id -u)" 1000 "exec --user user runs as 1000"
+	ts cp --user root "$tmp/in.txt" "$id:/tmp/x" 2>"$tmp/err"; rc=$?
+	tap_is "$rc" 1 "cp --user root without a root inside fails"
+	grep -q "has no root" "$tmp/err"; tap_result $? "and says the sandbox has no root"
+	ts exec "$id" -- test -e /tmp/x; [ $? = 1 ]; tap_result $? "and wrote nothing"
+	ts cp "$tmp/in.txt" "$id:in.txt"; tap_result $? "cp as the sandbox's user works"
+	tap_is "$(ts exec "$id" -- cat /home/user/in.txt)" hello "and the file is in the workspace"
+	tap_done
+	exit
+	;;
+root) id=$(ts create | tail -n 1); default_uid=1000 ;;
+user) id=$(ts create --user root | tail -n 1); default_uid=0 ;;
+esac
+[ -n "$id" ]; tap_result $? "create a sandbox with a root ($TS_MODE mode)"
+
+tap_is "$(ts exec "$id" -- id -u)" "$default_uid" "exec without --user runs as the sandbox's own user"
+tap_is "$(ts exec --user root "$id" -- sh -c 'echo $(id -u) $(id -g) $(id -G) $HOME $USER')" \
+	"0 0 0 /root root" "exec --user root: uid, gid, groups, HOME, USER"
+tap_is "$(ts exec --user user "$id" -- sh -c 'echo $(id -u) $(id -g) $(id -G) $HOME $USER')" \
+	"1000 1000 1000 /home/user user" "exec --user user: uid, gid, groups, HOME, USER"
+for who in root user; do
+	st=$(ts exec --user "$who" "$id" -- cat /proc/self/status)
+	tap_is "$(echo "$st" | caps)" "$zero" "NS-12: a process exec'd as $who has no capability (CapBnd too)"
+	tap_is "$(echo "$st" | awk '/^NoNewPrivs:/ { print $2 }')" 1 "a process exec'd as $who has no_new_privs"
+	tap_is "$(echo "$st" | awk '/^Seccomp:/ { print $2 }')" 2 "a process exec'd as $who is under the seccomp filter"
+	# and an exec inside gains nothing back (root's exec would take the bounding set)
+	tap_is "$(ts exec --user "$who" "$id" -- sh -c 'exec sh -c "cat /proc/self/status"' | caps)" \
+		"$zero" "a program $who executes inside gains no capability"
+done
+
+# what root can and cannot do
+tap_is "$(ts exec --user root "$id" -- stat -c '%u %g %a' /root)" "0 0 700" "/root belongs to root, mode 700"
+ts exec --user root "$id" -- sh -c 'echo r > /root/mine'; tap_result $? "root writes in /root"
+ts exec --user user "$id" -- cat /root/mine >/dev/null 2>&1; [ $? != 0 ]; tap_result $? "user cannot read /root"
+ts exec --user root "$id" -- sh -c 'mkdir -p /tmp/m && mount -t tmpfs none /tmp/m' 2>/dev/null
+[ $? != 0 ]; tap_result $? "root inside cannot mount"
+ts exec --user root "$id" -- unshare -U true 2>/dev/null; [ $? != 0 ]; tap_result $? "root inside cannot make a user namespace"
+ts exec --user root "$id" -- cat /proc/1/environ >/dev/null 2>&1; [ $? != 0 ]
+tap_result $? "root inside cannot read init's memory-backed files (/proc/1/environ)"
+ts exec --user root "$id" -- kill -9 1 2>/dev/null
+tap_is "$(ts exec "$id" -- echo alive)" alive "kill -9 1 by root inside does not stop init"
+
+# init itself, seen from the host: exactly the four capabilities, nothing else
+initpid=$(ts inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["init"]["pid"])')
+if [ -n "$initpid" ] && [ -r "/proc/$initpid/status" ]; then
+	st=$(cat "/proc/$initpid/status")
+	tap_is "$(echo "$st" | caps)" \
+		"00000000000001e0 00000000000001e0 00000000000001e0 00000000000001e0 00000000000001e0" \
+		"init holds CAP_SETUID, CAP_SETGID, CAP_SETPCAP and CAP_KILL, nothing else"
+	tap_is "$(echo "$st" | awk '/^NoNewPrivs:/ { print $2 }')" 1 "init has no_new_privs"
+	tap_is "$(echo "$st" | awk '/^Seccomp:/ { print $2 }')" 2 "init is under the seccomp filter"
+else
+	tap_not_ok "inspect gives init's pid, readable from the host (got '$initpid')"
+fi
+
+# background processes of either user: listed with their user, signalled by init
+ts exec -d --user root "$id" -- sleep 300 >"$tmp/proc"; tap_result $? "exec -d --user root"
+proc=$(tail -n 1 "$tmp/proc")
+tap_is "$(ts ps --json "$id" | python3 -c "import json,sys; print([p['user'] for p in json.load(sys.stdin) if p['id'] == $proc][0])")" \
+	root "ps --json shows the background process's user"
+ts ps "$id" | grep -Eq "^$proc +[0-9]+ +root +running"; tap_result $? "ps shows it as root, running"
+ts kill "$id" "$proc"; tap_result $? "kill of a root process (init signals it with CAP_KILL)"
+state=
+for _ in $(seq 1 50); do
+	state=$(ts ps --json "$id" | python3 -c "import json,sys; print([p['state'] for p in json.load(sys.stdin) if p['id'] == $proc][0])")
+	[ "$state" = exited ] && break
+	sleep 0.1
+done
+tap_is "$state" exited "and it ended"
+
+# cp: as user by default (the workspace's owner), as root when asked
+ts cp "$tmp/in.txt" "$id:in.txt"; tap_result $? "cp into /home/user (as user, the default)"
+tap_is "$(ts exec "$id" -- stat -c '%u %g' /home/user/in.txt)" "1000 1000" "the copy belongs to user"
+ts cp "$tmp/in.txt" "$id:/root/x" 2>"$tmp/err"; rc=$?
+tap_is "$rc" 1 "cp into /root as user is refused"
+grep -q "Permission denied" "$tmp/err"; tap_result $? "with the kernel's reason: $(head -c 160 "$tmp/err")"
+ts cp --user root "$tmp/in.txt" "$id:/root/"; tap_result $? "cp --user root into /root"
+tap_is "$(ts exec --user root "$id" -- stat -c '%u %g' /root/in.txt)" "0 0" "the copy belongs to root"
+tap_is "$(ts cp --user root "$id:in.txt" -)" hello "cp --user root out: a relative path starts in /root"
+for who in user root; do
+	st=$(ts cp --user "$who" "$id:/proc/self/status" -)
+	tap_is "$(echo "$st" | caps)" "$zero" "NS-12: the file worker serving $who has no capability"
+	tap_is "$(echo "$st" | awk '/^Uid:/ { print $2 }')" "$([ $who = root ] && echo 0 || echo 1000)" \
+		"the file worker serving $who runs as $who"
+done
+ts cp --user nobody "$tmp/in.txt" "$id:x" 2>/dev/null; tap_is $? 2 "cp --user with another name is a usage error"
+ts exec --user nobody "$id" -- true 2>/dev/null; tap_is $? 2 "exec --user with another name is a usage error"
+
+# after a restart the same holds (the helper is asked again)
+ts restart "$id" >/dev/null; tap_result $? "restart"
+tap_is "$(ts exec --user root "$id" -- id -u)/$(ts exec --user user "$id" -- id -u)" 0/1000 \
+	"both users after a restart"
+tap_done
