@@ -19,3 +19,24 @@
 #ifndef SECCOMP_FILTER_FLAG_TSYNC
 #define SECCOMP_FILTER_FLAG_TSYNC (1UL << 0)
 #endif
+
+/* musl, the libc toren-sandbox-init is built with where musl-gcc exists (meson.build), has
+ * no statx(2) wrapper before 1.2.5 and no struct mount_attr (glibc 2.36 has both). */
+#if !defined(__GLIBC__)
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#ifndef STATX_TYPE
+#include <linux/stat.h>
+static inline int statx(int dfd, const char *path, int flags, unsigned int mask, struct statx *sx)
+{
+	return (int)syscall(SYS_statx, dfd, path, flags, mask, sx);
+}
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+struct mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+#endif
+#endif

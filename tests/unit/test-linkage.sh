@@ -4,7 +4,9 @@
 # listed: glibc uses it without namespace flags for posix_spawn and threads.)
 #  - the helper links libc, libcap and libnl-3 only;
 #  - no other binary imports the namespace/mount/capability calls: only the helper may
-#    build sandboxes.
+#    build sandboxes. (init lowers capabilities, never raises them: in a sandbox with two
+#    users each child it forks empties its bounding set and clears its sets with raw
+#    prctl/capset syscalls, runtime/ids.c, before it runs anything.)
 set -u
 cli=$1 helper=$2 init=$3
 n=0 fail=0
