@@ -6,6 +6,7 @@
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -66,20 +67,47 @@ int ts_ids_check(const struct ts_ids *ids, uint64_t uid, char *msg, size_t len)
 	return -EPERM;
 }
 
+/* Empty the bounding set. Dropping needs CAP_SETPCAP; without it the set must already be
+ * empty (the helper emptied it when it left init no capability). */
+static int bounding_clear(void)
+{
+	for (int c = 0; c < 64; c++) {
+		int in = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
+
+		if (in < 0)
+			break; /* past the kernel's last capability */
+		if (in == 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 int ts_ids_become(const struct ts_ids *ids, uid_t uid)
 {
 	gid_t gid = uid == ids->uid ? ids->gid : (gid_t)uid;
+	int r;
 
-	if (!ids->can_switch)
-		return uid == ids->uid ? 0 : -EPERM;
+	if (uid != ids->uid && !ids->can_switch)
+		return -EPERM;
 	/* The bounding set first, while CAP_SETPCAP is ours: an exec as root would
 	 * otherwise be granted what is left in it. */
-	for (int c = 0; c < 64; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return -errno;
-	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+	r = bounding_clear();
+	if (r < 0)
+		return r;
+	if (uid != ids->uid && (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
+				setresuid(uid, uid, uid) < 0))
 		return -errno;
+	/* Always, whatever init believes it holds (its capget may have failed under a
+	 * custom seccomp profile): clearing sets is allowed to anyone. */
 	return caps_clear();
+}
+
+void ts_ids_fs_as(const struct ts_ids *ids, uid_t uid)
+{
+	if (!ids->can_switch)
+		return;
+	setfsgid(uid == ids->uid ? ids->gid : (gid_t)uid);
+	setfsuid(uid);
 }
 
 const char *ts_ids_home(uid_t uid)

@@ -32,9 +32,17 @@ int ts_ids_check(const struct ts_ids *ids, uint64_t uid, char *msg, size_t len);
 
 /*
  * In a freshly forked child: become uid (already checked) with its group, drop the
- * supplementary groups, and give up every capability. 0 or -errno.
+ * supplementary groups, and give up every capability, the bounding set included, also
+ * when uid is init's own. 0 or -errno: the child must then not run anything.
  */
 int ts_ids_become(const struct ts_ids *ids, uid_t uid);
+
+/*
+ * Create files as uid from now on (setfsuid/setfsgid; a no-op where we cannot switch):
+ * a pty init opens for a process of the other user must belong to that user, or the
+ * sandbox's other id could open its slave. ts_ids_fs_as(ids, ids->uid) goes back.
+ */
+void ts_ids_fs_as(const struct ts_ids *ids, uid_t uid);
 
 /* The HOME and USER a process of uid gets by default. */
 const char *ts_ids_home(uid_t uid);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "config.h"
 #include "error.h"
 #include "pty.h"
 #include "server.h"
@@ -157,6 +158,10 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int i = 1;
 
+	if (argc == 2 && !strcmp(argv[1], "--version")) {
+		printf("toren-sandbox-init %s\n", TS_VERSION);
+		return 0;
+	}
 	/* Processes of the same uid inside must not ptrace us or read our memory. */
 	prctl(PR_SET_DUMPABLE, 0);
 	/* We run from a sealed memfd: name ourselves rather than show "memfd:...". */

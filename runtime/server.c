@@ -426,7 +426,13 @@ static void handle_spawn(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 		ts_ctl_send_error(fd, req->id, EAGAIN, "too many processes (%d)", TS_MAX_PROCS);
 		return;
 	}
-	if (ts_ctl_get_u64(req, TS_T_UID, &uid) == 0) {
+	r = ts_ctl_get_u64(req, TS_T_UID, &uid);
+	if (r < 0 && r != -ENOENT) {
+		/* never fall back to init's own ids on a garbled request */
+		ts_ctl_send_error(fd, req->id, EINVAL, "bad spawn request: malformed uid");
+		return;
+	}
+	if (r == 0) {
 		char msg[256];
 
 		if (ts_ids_check(&s->ids, uid, msg, sizeof(msg)) < 0) {
@@ -441,8 +447,12 @@ static void handle_spawn(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 		goto out;
 	}
 	if (flags & TS_SPAWN_PTY) {
-		/* the window size comes later from the client (TIOCSWINSZ on the master) */
-		if (ts_pty_open(&pty, -1, &err) < 0) {
+		/* The window size comes later from the client (TIOCSWINSZ on the master). The
+		 * slave belongs to whoever opens the master: the process's user. */
+		ts_ids_fs_as(&s->ids, as);
+		r = ts_pty_open(&pty, -1, &err);
+		ts_ids_fs_as(&s->ids, s->ids.uid);
+		if (r < 0) {
 			ts_ctl_send_error(fd, req->id, err.code, "%s", err.msg);
 			goto out;
 		}
@@ -630,14 +640,17 @@ static void handle_file(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 	int r;
 
 	/* A connection's user is fixed by its first request (TS_FILE_USER), else init's. */
-	if (ts_ctl_get_u64(req, TS_T_OP, &op) == 0 && op == TS_FILE_USER &&
-	    (ts_ctl_get_u64(req, TS_T_UID, &uid) < 0 ||
-	     ts_ids_check(&s->ids, uid, msg, sizeof(msg)) < 0)) {
-		if (ts_ctl_get_u64(req, TS_T_UID, &uid) < 0)
-			snprintf(msg, sizeof(msg), "a user request without a uid");
-		ts_ctl_send_error(fd, req->id, EPERM, "%s", msg);
-		close_conn(s, ci);
-		return;
+	if (ts_ctl_get_u64(req, TS_T_OP, &op) == 0 && op == TS_FILE_USER) {
+		r = ts_ctl_get_u64(req, TS_T_UID, &uid) < 0
+			    ? -EINVAL
+			    : ts_ids_check(&s->ids, uid, msg, sizeof(msg));
+		if (r < 0) {
+			ts_ctl_send_error(fd, req->id, -r, "%s",
+					  r == -EINVAL ? "a user request without a valid uid"
+						       : msg);
+			close_conn(s, ci);
+			return;
+		}
 	}
 	pid = fork();
 	if (pid < 0) {
@@ -669,6 +682,8 @@ static void handle_file(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 					  (unsigned)uid, strerror(-r));
 			_exit(1);
 		}
+		/* a change of ids resets dumpability from fs.suid_dumpable: not ours */
+		prctl(PR_SET_DUMPABLE, 0);
 		/* relative paths start in the home of a user asked for by name */
 		if (op == TS_FILE_USER)
 			fcfg.home = ts_ids_home((uid_t)uid);

@@ -148,7 +148,7 @@ int ts_cmd_exec(int argc, char **argv)
 	struct ts_store *st = NULL;
 	struct ts_sandbox_rec rec;
 	struct ts_error err = { 0 };
-	struct ts_spawn_req req = { .uid = -1 };
+	struct ts_spawn_req req = { 0 };
 	struct termios saved;
 	char *env[MAX_ENV + 1] = { 0 };
 	size_t n_env = 0;
@@ -173,9 +173,9 @@ int ts_cmd_exec(int argc, char **argv)
 			break;
 		case 'u':
 			if (!strcmp(optarg, "root"))
-				req.uid = 0;
+				req.as = TS_SPAWN_AS_ROOT;
 			else if (!strcmp(optarg, "user"))
-				req.uid = 1000;
+				req.as = TS_SPAWN_AS_USER;
 			else {
 				fprintf(stderr, "toren-sandbox exec: bad --user `%s`\n", optarg);
 				return 2;

@@ -21,7 +21,9 @@
 #endif
 
 /* musl, the libc toren-sandbox-init is built with where musl-gcc exists (meson.build), has
- * no statx(2) wrapper before 1.2.5 and no struct mount_attr (glibc 2.36 has both). */
+ * no statx(2) wrapper before 1.2.5 and no struct mount_attr (glibc 2.36 has both). The
+ * guards test macros that come with the declarations: include this before <linux/stat.h>
+ * or <linux/mount.h> (nothing here includes those otherwise). */
 #if !defined(__GLIBC__)
 #include <stdint.h>
 #include <sys/stat.h>

@@ -17,7 +17,6 @@
 struct libarchive {
 	void *dl;
 	__typeof__(archive_read_new) *read_new;
-	__typeof__(archive_read_support_filter_all) *support_filter_all;
 	__typeof__(archive_read_support_format_all) *support_format_all;
 	__typeof__(archive_read_open_fd) *open_fd;
 	__typeof__(archive_read_next_header) *next_header;
@@ -30,43 +29,66 @@ struct libarchive {
 	__typeof__(archive_entry_hardlink) *entry_hardlink;
 };
 
+/*
+ * Decompression filters, enabled only when libarchive does them in-process: for a filter
+ * it was built without, archive_read_support_filter_*() returns ARCHIVE_WARN and would
+ * run an external program (gzip -d, lzop, lrzip, ...) on the untrusted data, on the
+ * host. Formats are always parsed in-process.
+ */
+static const char *const filter_names[] = {
+	"archive_read_support_filter_gzip",	"archive_read_support_filter_bzip2",
+	"archive_read_support_filter_compress", "archive_read_support_filter_xz",
+	"archive_read_support_filter_lzma",	"archive_read_support_filter_lzip",
+	"archive_read_support_filter_zstd",	"archive_read_support_filter_lz4",
+};
+
+static void enable_inprocess_filters(const struct libarchive *L, struct archive *a)
+{
+	for (size_t i = 0; i < ELEMENTSOF(filter_names); i++) {
+		__typeof__(archive_read_support_filter_gzip) *fn;
+		struct archive *probe;
+
+		*(void **)&fn = dlsym(L->dl, filter_names[i]);
+		probe = fn ? L->read_new() : NULL;
+		if (!probe)
+			continue;
+		if (fn(probe) == ARCHIVE_OK)
+			fn(a);
+		L->read_free(probe);
+	}
+}
+
 static int load(struct libarchive *L, struct ts_error *err)
 {
-	static const char *const names[] = {
-		"archive_read_new",
-		"archive_read_support_filter_all",
-		"archive_read_support_format_all",
-		"archive_read_open_fd",
-		"archive_read_next_header",
-		"archive_read_data",
-		"archive_read_free",
-		"archive_error_string",
-		"archive_entry_pathname",
-		"archive_entry_filetype",
-		"archive_entry_perm",
-		"archive_entry_hardlink",
-	};
-	void **slots[] = {
-		(void **)&L->read_new,		 (void **)&L->support_filter_all,
-		(void **)&L->support_format_all, (void **)&L->open_fd,
-		(void **)&L->next_header,	 (void **)&L->read_data,
-		(void **)&L->read_free,		 (void **)&L->error_string,
-		(void **)&L->entry_pathname,	 (void **)&L->entry_filetype,
-		(void **)&L->entry_perm,	 (void **)&L->entry_hardlink,
+	const struct {
+		const char *name;
+		void **slot;
+	} syms[] = {
+		{ "archive_read_new", (void **)&L->read_new },
+		{ "archive_read_support_format_all", (void **)&L->support_format_all },
+		{ "archive_read_open_fd", (void **)&L->open_fd },
+		{ "archive_read_next_header", (void **)&L->next_header },
+		{ "archive_read_data", (void **)&L->read_data },
+		{ "archive_read_free", (void **)&L->read_free },
+		{ "archive_error_string", (void **)&L->error_string },
+		{ "archive_entry_pathname", (void **)&L->entry_pathname },
+		{ "archive_entry_filetype", (void **)&L->entry_filetype },
+		{ "archive_entry_perm", (void **)&L->entry_perm },
+		{ "archive_entry_hardlink", (void **)&L->entry_hardlink },
 	};
 
-	_Static_assert(ELEMENTSOF(names) == ELEMENTSOF(slots), "one slot per name");
 	L->dl = dlopen(LIBARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!L->dl)
 		return ts_err(err, -ENOPKG,
 			      "archives need libarchive (%s: %s); install the libarchive13 "
 			      "package",
 			      LIBARCHIVE_SONAME, dlerror());
-	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-		*slots[i] = dlsym(L->dl, names[i]);
-		if (!*slots[i]) {
+	for (size_t i = 0; i < ELEMENTSOF(syms); i++) {
+		*syms[i].slot = dlsym(L->dl, syms[i].name);
+		if (!*syms[i].slot) {
 			dlclose(L->dl);
-			return ts_err(err, -ENOPKG, "%s has no `%s`", LIBARCHIVE_SONAME, names[i]);
+			return ts_err(err, -ENOPKG, "%s has no `%s`", LIBARCHIVE_SONAME,
+				      syms[i].name);
 		}
 	}
 	return 0;
@@ -203,7 +225,7 @@ int ts_archive_extract(struct ts_copy *c, int fd, const char *shown, const char 
 		dlclose(L.dl);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
-	L.support_filter_all(a);
+	enable_inprocess_filters(&L, a);
 	L.support_format_all(a);
 	if (L.open_fd(a, fd, 64 * 1024) != ARCHIVE_OK) {
 		r = ts_err(err, -EINVAL, "`%s` is not an archive: %s", shown,

@@ -6,7 +6,8 @@
  *
  * The archive is read on the host with libarchive (tar in all its dialects, compressed or
  * not, zip, cpio, 7z, ...), loaded with dlopen(3) on first use so that no other command
- * pays for mapping it and its compression libraries. Nothing is written on the host:
+ * pays for mapping it and its compression libraries. Only the decompression filters
+ * libarchive runs in-process are enabled: none that would start an external program. Nothing is written on the host:
  * every entry becomes a request of the file API (ts_files_mkdir, ts_files_write_from),
  * served inside the sandbox by a worker without capabilities whose paths resolve in the
  * sandbox's root only.

@@ -75,12 +75,12 @@ int ts_files_stat(int conn, const char *path, struct ts_file_info *ret, struct t
 /* mkdir -p path; mode for the last directory. 0 or -errno. */
 int ts_files_mkdir(int conn, const char *path, unsigned mode, struct ts_error *err);
 
-/* rm -rf path, never following a link. 0 or -errno. */
 /* Serve the rest of this connection as uid (0 root, 1000 user): only as its first request;
  * relative paths then start in that user's home. EPERM where the sandbox has no such
  * user. */
 int ts_files_as_user(int conn, unsigned uid, struct ts_error *err);
 
+/* rm -rf path, never following a link. 0 or -errno. */
 int ts_files_remove(int conn, const char *path, struct ts_error *err);
 
 /* rename(2) inside the sandbox: an existing target is replaced. 0 or -errno. */

@@ -56,8 +56,8 @@ int ts_procs_spawn(int conn, const struct ts_spawn_req *req, uint64_t *ret_proc,
 		r = ts_ctl_put_str(&m, TS_T_ENV, *e);
 	if (req->cwd && r == 0)
 		r = ts_ctl_put_str(&m, TS_T_CWD, req->cwd);
-	if (req->uid >= 0 && r == 0)
-		r = ts_ctl_put_u64(&m, TS_T_UID, (uint64_t)req->uid);
+	if (req->as != TS_SPAWN_AS_DEFAULT && r == 0)
+		r = ts_ctl_put_u64(&m, TS_T_UID, req->as == TS_SPAWN_AS_ROOT ? 0 : 1000);
 	flags = req->pty ? TS_SPAWN_PTY : req->detach ? TS_SPAWN_DETACH : TS_SPAWN_STDIO;
 	if (r == 0)
 		r = ts_ctl_put_u64(&m, TS_T_FLAGS, flags);

@@ -17,7 +17,11 @@ struct ts_spawn_req {
 	bool pty;	  /* a pty: its master comes back in *ret_master */
 	bool detach;	  /* background: output to $ROOT/<id>/logs/<proc>.log */
 	const int *stdio; /* 3 fds for stdin/stdout/stderr, when neither pty nor detach */
-	int uid;	  /* inside: 0 root, 1000 user; -1 the sandbox's own user */
+	enum ts_spawn_user {
+		TS_SPAWN_AS_DEFAULT = 0, /* the sandbox's own user (zero-initialized) */
+		TS_SPAWN_AS_ROOT,	 /* uid 0 inside */
+		TS_SPAWN_AS_USER,	 /* uid 1000 inside */
+	} as;
 };
 
 /* Start a process. 0 with its id (and pid, pty master), or -errno with err. */

@@ -29,6 +29,17 @@ caps() { awk '/^Cap(Inh|Prm|Eff|Bnd|Amb):/ { printf "%s%s", sep, $2; sep = " " }
 zero="0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000"
 echo hello >"$tmp/in.txt"
 
+# requests the CLI never sends: malformed or foreign uids are refused, never run as init
+raw_checks() {
+	local sock
+	sock=$(ts inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["control_socket"])')
+	tap_is "$(python3 "$here/ctl-raw.py" "$sock" spawn-uid-4bytes)" "ERROR 22" \
+		"a SPAWN whose UID field is malformed: EINVAL, not a run as init's user"
+	tap_is "$(python3 "$here/ctl-raw.py" "$sock" spawn-uid-5)" "ERROR 1" "a SPAWN as uid 5: EPERM"
+	tap_is "$(python3 "$here/ctl-raw.py" "$sock" file-user-nouid)" "ERROR 22" "FILE USER without a uid: EINVAL"
+	tap_is "$(python3 "$here/ctl-raw.py" "$sock" file-user-5)" "ERROR 1" "FILE USER as uid 5: EPERM"
+}
+
 case $TS_MODE in
 userns)
 	# one id inside: no root to switch to
@@ -45,6 +56,7 @@ userns)
 	ts exec "$id" -- test -e /tmp/x; [ $? = 1 ]; tap_result $? "and wrote nothing"
 	ts cp "$tmp/in.txt" "$id:in.txt"; tap_result $? "cp as the sandbox's user works"
 	tap_is "$(ts exec "$id" -- cat /home/user/in.txt)" hello "and the file is in the workspace"
+	raw_checks
 	tap_done
 	exit
 	;;
@@ -66,6 +78,13 @@ for who in root user; do
 	# and an exec inside gains nothing back (root's exec would take the bounding set)
 	tap_is "$(ts exec --user "$who" "$id" -- sh -c 'exec sh -c "cat /proc/self/status"' | caps)" \
 		"$zero" "a program $who executes inside gains no capability"
+done
+
+# a terminal belongs to the user it is for: the other user cannot open its slave
+for who in root user; do
+	want=$([ $who = root ] && echo 0 || echo 1000)
+	out=$(timeout 30 script -qec "$cli exec -t --user $who $id -- sh -c 'stat -c %u \$(tty)'" /dev/null </dev/null 2>&1 | tr -cd '0-9')
+	tap_is "$out" "$want" "exec -t --user $who: the pty's slave belongs to $who"
 done
 
 # what root can and cannot do
@@ -125,6 +144,8 @@ for who in user root; do
 done
 ts cp --user nobody "$tmp/in.txt" "$id:x" 2>/dev/null; tap_is $? 2 "cp --user with another name is a usage error"
 ts exec --user nobody "$id" -- true 2>/dev/null; tap_is $? 2 "exec --user with another name is a usage error"
+
+raw_checks
 
 # after a restart the same holds (the helper is asked again)
 ts restart "$id" >/dev/null; tap_result $? "restart"
