@@ -71,6 +71,8 @@ struct ts_server {
 	size_t n_procs;
 	struct ts_waiter waiters[TS_MAX_CONNS];
 	size_t n_waiters;
+	pid_t workers[TS_MAX_CONNS]; /* live file workers: each is a client at work */
+	size_t n_workers;
 	uint64_t next_id;
 	unsigned long long last_activity; /* CLOCK_MONOTONIC ms */
 	bool shutting_down;
@@ -92,9 +94,11 @@ static struct ts_proc *find_proc(struct ts_server *s, uint64_t id)
 	return NULL;
 }
 
+/* Clients at work: one per live process a client waits for, one per file worker (a long
+ * copy or a watch is activity for as long as it lasts). */
 static size_t attached(const struct ts_server *s)
 {
-	size_t n = 0;
+	size_t n = s->n_workers;
 
 	for (size_t i = 0; i < s->n_waiters; i++) {
 		const struct ts_proc *p = NULL;
@@ -179,6 +183,12 @@ static void drain(struct ts_proc *p)
 
 static void on_exit_status(struct ts_server *s, pid_t pid, int status)
 {
+	for (size_t i = 0; i < s->n_workers; i++)
+		if (s->workers[i] == pid) {
+			s->workers[i] = s->workers[--s->n_workers];
+			s->last_activity = ts_now_ms(); /* idle from the end of its work */
+			return;
+		}
 	for (size_t i = 0; i < s->n_procs; i++) {
 		struct ts_proc *p = &s->procs[i];
 
@@ -652,11 +662,19 @@ static void handle_file(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 			return;
 		}
 	}
+	if (s->n_workers >= TS_MAX_CONNS) {
+		ts_ctl_send_error(fd, req->id, EAGAIN, "too many file connections (%d)",
+				  TS_MAX_CONNS);
+		close_conn(s, ci);
+		return;
+	}
 	pid = fork();
 	if (pid < 0) {
 		ts_ctl_send_error(fd, req->id, errno, "fork file worker: %s", strerror(errno));
 		return;
 	}
+	if (pid > 0)
+		s->workers[s->n_workers++] = pid;
 	if (pid == 0) {
 		sigset_t none;
 

@@ -178,6 +178,15 @@ grep -q "$h" "$tmp/out"; [ $? != 0 ]; t $? "a sandbox with an attached exec is n
 is "$(state_of "$h")" running "so it still runs"
 wait
 
+# a copy in progress is activity for as long as it lasts (its file worker counts as attached)
+c=$(create --ttl 2s)
+(sleep 3.5; echo slow) | ts cp - "$c:slow.txt" & cpid=$!
+sleep 3
+ts reap >"$tmp/out"
+grep -q "$c" "$tmp/out"; [ $? != 0 ]; t $? "a sandbox with a copy in progress is not idle (copy 3.5s, ttl 2s)"
+wait "$cpid"; is $? 0 "the long copy completes"
+is "$(ts exec "$c" -- cat /home/user/slow.txt 2>/dev/null)" slow "and its file is there"
+
 # --ttl-absolute: counted from creation, activity or not
 k=$(create --ttl 2s --ttl-absolute)
 for i in 1 2 3 4 5; do ts exec "$k" -- true; sleep 0.5; done
