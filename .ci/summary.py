@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Count TAP subtests over a meson testlog.json; print `N passed, N failed, N skipped`.
+"""Count TAP subtests over meson testlog.json files; print `N passed, N failed, N skipped`.
 
 A test that printed no TAP line counts as one, by its meson result. Exit 1 on failures.
 """
@@ -9,7 +9,8 @@ import re
 import sys
 
 passed = failed = skipped = 0
-for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+lines = [l for path in sys.argv[1:] for l in open(path, encoding="utf-8", errors="replace")]
+for line in lines:
     t = json.loads(line)
     out = t.get("stdout") or ""
     subs = [l for l in out.splitlines() if re.match(r"^(not )?ok\b", l)]
