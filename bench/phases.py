@@ -89,10 +89,17 @@ def phases(ev):
     t = mark("CLI: seccomp cache hit (SHA-256 of profile, libseccomp API probe, stat), "
              "open BPF, socketpair", find(cli, ("clone", "clone3", "vfork"), t))
     t = mark("CLI: fork/spawn the helper", find(helper, "execve", t))
-    t = mark("helper: exec (and dynamic loading, if linked so), parse args, pdeathsig",
-             find(helper, "memfd_create", t))
-    t = mark("helper: copy toren-sandbox-init into a sealed memfd, socketpair",
-             find(helper, "clone", t, lambda e: "NEWUSER" in e["call"]))
+    # init is copied into a sealed memfd only when an id mapped into the sandbox owns
+    # its binary; otherwise the helper opens the file and goes on to the clone
+    try:
+        t = mark("helper: exec (and dynamic loading, if linked so), parse args, pdeathsig",
+                 find(helper, "memfd_create", t))
+        t = mark("helper: copy toren-sandbox-init into a sealed memfd, socketpair",
+                 find(helper, "clone", t, lambda e: "NEWUSER" in e["call"]))
+    except Missing:
+        t = mark("helper: exec (and dynamic loading, if linked so), parse args, pdeathsig, "
+                 "open init, socketpair",
+                 find(helper, "clone", t, lambda e: "NEWUSER" in e["call"]))
     t = mark("helper: clone(NEWUSER|NEWNS|NEWPID|NEWNET|NEWUTS|NEWIPC)",
              find(helper, "clone", t - 1e-6, lambda e: "NEWUSER" in e["call"], end=True))
     try:
@@ -112,9 +119,9 @@ def phases(ev):
     t = mark("child: setsid, close fds, drop caps, final ids, no_new_privs",
              find(child, "seccomp", t))
     t = mark("child: seccomp filter load (TSYNC)", find(child, "seccomp", t - 1e-6, end=True))
-    t = mark("child: execveat toren-sandbox-init from the memfd",
+    t = mark("child: execveat toren-sandbox-init (its file, or the memfd copy)",
              find(child, "execveat", t, end=True))
-    t = mark("init: start (static binary), signalfd",
+    t = mark("init: start (static binary, musl or glibc), signalfd",
              find(child, ("clone", "vfork"), t))
     t = mark("init: fork CMD", find(cmd, "execve", t))
     t = mark("CMD: exec /bin/true (ld.so), run it", find(cmd, "exit_group", t))
