@@ -304,8 +304,11 @@ int ts_sandbox_connect(const struct ts_sandbox_rec *rec, struct ts_error *err)
 	r = m.type == TS_CTL_HELLO ? ts_ctl_get_u64(&m, TS_T_VERSION, &version) : -EPROTO;
 	ts_ctl_msg_free(&m);
 	if (r < 0 || version != TS_CTL_VERSION)
-		return ts_err(err, -EPROTO, "sandbox `%s` speaks protocol %llu, we speak %d",
-			      rec->id, (unsigned long long)version, TS_CTL_VERSION);
+		return ts_err(err, -EPROTO,
+			      "sandbox `%s` speaks control protocol %llu, this toren-sandbox %d: "
+			      "another version started it; `toren-sandbox restart %s` starts it "
+			      "again with this one (its processes end, its files stay)",
+			      rec->id, (unsigned long long)version, TS_CTL_VERSION, rec->id);
 	return TAKE_FD(fd);
 }
 
