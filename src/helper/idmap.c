@@ -13,12 +13,13 @@
 #include "util.h"
 
 /*
- * Does any id in [start, start+count) of our namespace map to id 0 of the parent
- * namespace? Reads our own map: a line "IN OUT N" says our IN..IN+N-1 are the parent's
- * OUT..OUT+N-1. In the initial namespace the map is "0 0 4294967295".
+ * Does any outside range of l include the id that is 0 of our parent namespace? Reads our
+ * own map once: a line "IN OUT N" says our IN..IN+N-1 are the parent's OUT..OUT+N-1, so
+ * the parent's 0 is our IN where OUT is 0. In the initial namespace the map is "0 0
+ * 4294967295".
  */
-static int maps_parent_root(const char *self_map, unsigned long start, unsigned long count,
-			    bool *ret, struct ts_error *err)
+static int check_lines(const char *what, const char *self_map, const struct ts_idmap_line *l,
+		       size_t n, struct ts_error *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	char *line, *save = NULL;
@@ -27,33 +28,17 @@ static int maps_parent_root(const char *self_map, unsigned long start, unsigned 
 	r = ts_read_file_at(AT_FDCWD, self_map, 65536, &buf, NULL);
 	if (r < 0)
 		return ts_err_errno(err, r, "read `%s`", self_map);
-	*ret = false;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long in, out, n;
+		unsigned long in, out, cnt;
 
-		if (sscanf(line, "%lu %lu %lu", &in, &out, &n) != 3)
+		if (sscanf(line, "%lu %lu %lu", &in, &out, &cnt) != 3 || out != 0)
 			continue;
-		/* Parent id 0 is our id `in` when out == 0. */
-		if (out == 0 && in >= start && in - start < count)
-			*ret = true;
-	}
-	return 0;
-}
-
-static int check_lines(const char *what, const char *self_map, const struct ts_idmap_line *l,
-		       size_t n, struct ts_error *err)
-{
-	for (size_t i = 0; i < n; i++) {
-		bool root = false;
-		int r = maps_parent_root(self_map, l[i].outside, l[i].count, &root, err);
-
-		if (r < 0)
-			return r;
-		if (root)
-			return ts_err(err, -EPERM,
-				      "%s map `%lu %lu %lu` would map the host's root into the "
-				      "sandbox; refusing",
-				      what, l[i].inside, l[i].outside, l[i].count);
+		for (size_t i = 0; i < n; i++)
+			if (in >= l[i].outside && in - l[i].outside < l[i].count)
+				return ts_err(err, -EPERM,
+					      "%s map `%lu %lu %lu` would map the host's root into "
+					      "the sandbox; refusing",
+					      what, l[i].inside, l[i].outside, l[i].count);
 	}
 	return 0;
 }
@@ -126,18 +111,19 @@ static int run_newidmap(const char *tool, pid_t pid, const struct ts_idmap_line 
 	return 0;
 }
 
+int ts_idmap_check(const struct ts_helper_ctx *ctx, struct ts_error *err)
+{
+	int r = check_lines("uid", "/proc/self/uid_map", ctx->uid_map, ctx->n_uid_map, err);
+
+	return r < 0 ? r
+		     : check_lines("gid", "/proc/self/gid_map", ctx->gid_map, ctx->n_gid_map, err);
+}
+
 int ts_idmap_apply(pid_t pid, const struct ts_helper_ctx *ctx, struct ts_error *err)
 {
 	_cleanup_close_ int procfd = -EBADF;
 	char path[64];
 	int r;
-
-	r = check_lines("uid", "/proc/self/uid_map", ctx->uid_map, ctx->n_uid_map, err);
-	if (r < 0)
-		return r;
-	r = check_lines("gid", "/proc/self/gid_map", ctx->gid_map, ctx->n_gid_map, err);
-	if (r < 0)
-		return r;
 
 	if (ctx->newidmap) {
 		r = run_newidmap("newuidmap", pid, ctx->uid_map, ctx->n_uid_map, err);

@@ -6,12 +6,17 @@
 #include "helper.h"
 
 /*
- * Write the uid and gid maps of the child `pid` (which is waiting in its new user
- * namespace). Directly through /proc/PID/{setgroups,uid_map,gid_map} when we may, or
- * through newuidmap/newgidmap (--newidmap) for subordinate ranges.
- *
- * Refuses (-EPERM) any map whose outside range includes the uid or gid that is 0 in our
+ * Refuse (-EPERM) any map whose outside range includes the uid or gid that is 0 in our
  * parent namespace: the sandbox never runs as the host's root, also when the helper is
- * started by root.
+ * started by root. Our own namespace does not change: checked once, before the clone,
+ * off the path on which the new namespace waits for its maps.
+ */
+int ts_idmap_check(const struct ts_helper_ctx *ctx, struct ts_error *err);
+
+/*
+ * Write the uid and gid maps (checked with ts_idmap_check) of the child `pid`, which is
+ * waiting in its new user namespace. Directly through /proc/PID/{setgroups,uid_map,
+ * gid_map} when we may, or through newuidmap/newgidmap (--newidmap) for subordinate
+ * ranges.
  */
 int ts_idmap_apply(pid_t pid, const struct ts_helper_ctx *ctx, struct ts_error *err);

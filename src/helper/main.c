@@ -7,9 +7,10 @@
  *
  *  parent (host)                         child (new user/mount/pid/net/uts/ipc ns)
  *  -------------                         ---------------------------------------
+ *  check the maps never name host root
  *  copy init into a sealed memfd
  *  clone(NEWUSER|NEWNS|NEWPID|...) --->  (setuid mode: dumpable, "ready"); wait for "go"
- *  write uid/gid maps (never host 0)
+ *  write uid/gid maps
  *  create cgroups, move the child in
  *  send "go"                      --->   open every host source as an fd
  *                                        become the setup ids; non-dumpable
@@ -17,7 +18,7 @@
  *                                        hostname; `lo` up; setsid
  *                                        close every fd but 0-2 (+ control fd 3)
  *                                        drop bounding/ambient caps; final ids; clear caps
- *                                        (--init-setid: keep the three of ts_caps_keep_setid)
+ *                                        (--init-setid: keep the four of ts_caps_keep_setid)
  *                                        no_new_privs; seccomp (it forbids mount); rlimits
  *  wait for EOF on the sync socket <---  execveat(init memfd) closes it (CLOEXEC)
  *  report to the caller (+ pidfd of init)
@@ -293,6 +294,11 @@ int main(int argc, char **argv)
 
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			return TS_HELPER_EXIT_SETUP;
+	}
+	/* before the clone: the new namespace would otherwise wait for this too */
+	if ((r = ts_idmap_check(&ctx, &err)) < 0) {
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
 	}
 	if ((r = ts_proc_open_program(ctx.argv[0], ctx.uid_map, ctx.n_uid_map, &prog_fd, &err)) <
 		    0 ||

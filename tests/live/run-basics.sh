@@ -161,6 +161,24 @@ grep -q 'toren-sandbox-helper' "$tmp/dry"; t $? "--dry-run prints the helper com
 out=$(timeout 30 bash "$tmp/dry"); st=$?
 is "$out:$st" "dry-ok:5" "the printed line runs the command in a sandbox by hand"
 
+# the helper never maps the id that is root in its parent namespace (NS-14): refused
+# before anything is created, for a single id and inside a range
+helper=$(dirname "$cli")/toren-sandbox-helper
+if [ "$TS_MODE" != userns ]; then
+	for map in "1000 0 1" "0 0 65536"; do
+		"$helper" --tmpfs / --uid-map "$map" --gid-map "1000 $(id -g) 1" -- /bin/true 2>"$tmp/err"
+		st=$?
+		grep -q "would map the host's root" "$tmp/err"
+		is "$st:$?" "125:0" "helper refuses uid map '$map' (host root outside): $(head -c 120 "$tmp/err")"
+	done
+else
+	# here our uid 0 is the caller's own host uid: mapping it is allowed (control; the
+	# static init binary runs on an empty root)
+	"$helper" --tmpfs / --uid-map "1000 0 1" --gid-map "1000 0 1" -- \
+		"$(dirname "$cli")/toren-sandbox-init" --version >/dev/null 2>"$tmp/err"
+	is "$?" 0 "helper maps our namespace's 0 when it is not the host's root (control)"
+fi
+
 # nothing left behind
 before=$(ls "$TOREN_SANDBOX_ROOT" | grep -Ev '^(images|cache)$' | wc -l)
 run -- sh -c 'echo x > /home/user/f; sleep 0.1'
