@@ -383,21 +383,36 @@ unlink_entry:
 }
 
 /*
- * Create the missing directories of rel (a normalized path) one component at a time from
- * the root: each step is openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) of one name, so a
- * symlink met (or swapped in) on the way stops the walk with ELOOP instead of leading
- * the next mkdirat somewhere else (FA-08). Returns an O_PATH fd of rel.
+ * Create the missing directories of rel (a normalized path). The longest part of rel that
+ * exists is opened as any parent is, following symlinks inside the root; below it each
+ * missing directory is made and entered one component at a time with openat2(
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), so a symlink met (or swapped in) on the way
+ * stops the walk with ELOOP instead of leading the next mkdirat somewhere else (FA-08).
+ * Returns an O_PATH fd of rel.
  */
 static int mkdir_walk(const struct ts_files *f, const char *rel, const char *shown,
 		      struct ts_error *err)
 {
-	char buf[PATH_MAX], done[PATH_MAX] = "";
-	_cleanup_close_ int dfd = ts_files_open_in_root(f, "", O_PATH | O_DIRECTORY);
+	char buf[PATH_MAX], done[PATH_MAX];
+	_cleanup_close_ int dfd = -EBADF;
+	size_t have;
 	char *save = NULL;
 
-	if (dfd < 0)
-		return ts_err_errno(err, dfd, "open the root");
 	snprintf(buf, sizeof(buf), "%s", rel);
+	for (have = strlen(buf);;) {
+		char *slash;
+
+		dfd = ts_files_open_in_root(f, have ? buf : "", O_PATH | O_DIRECTORY);
+		if (dfd >= 0 || dfd != -ENOENT || have == 0)
+			break;
+		slash = strrchr(buf, '/');
+		have = slash ? (size_t)(slash - buf) : 0;
+		buf[have] = '\0';
+	}
+	if (dfd < 0)
+		return ts_err_errno(err, dfd, "`%s`: open `/%s`", shown, buf);
+	snprintf(done, sizeof(done), "%s%s", have ? "/" : "", buf);
+	snprintf(buf, sizeof(buf), "%s", rel + have + (rel[have] == '/'));
 	for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
 		size_t dl = strlen(done);
 		int fd;

@@ -229,6 +229,9 @@ static int write_prepare(struct ts_files *f, const struct ts_ctl_msg *req, struc
 	w->pfd = ts_files_open_parent(f, &w->p, true, err);
 	if (w->pfd < 0)
 		return w->pfd;
+	/* a directory first: one that is a mount point (/home/user) is no protected file */
+	if (fstatat(w->pfd, w->p.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return ts_err(err, -EISDIR, "write `%s`: it is a directory", w->p.shown);
 	r = ts_files_check_target(f, w->pfd, w->p.name, w->p.shown, err);
 	if (r < 0)
 		return r;
@@ -475,7 +478,10 @@ static int op_mkdir(struct ts_files *f, const struct ts_ctl_msg *req, struct ts_
 	if (ts_ctl_get_u64(req, TS_T_MODE, &mode) == -EBADMSG)
 		return ts_err(err, -EINVAL, "mkdir `%s`: bad mode", p.shown);
 	mode &= 0777;
-	if (!p.name)
+	/* mkdir -p: a directory that is there (also a mount point, or reached through a
+	 * symlink inside the root) is left as it is */
+	fd = ts_files_open_in_root(f, p.rel, O_PATH | O_DIRECTORY);
+	if (fd >= 0 || !p.name)
 		return send_type(f, TS_CTL_OK);
 	pfd = ts_files_open_parent(f, &p, true, err);
 	if (pfd < 0)

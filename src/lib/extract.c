@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cleanup.h"
 
@@ -27,6 +28,7 @@ struct libarchive {
 	__typeof__(archive_entry_filetype) *entry_filetype;
 	__typeof__(archive_entry_perm) *entry_perm;
 	__typeof__(archive_entry_hardlink) *entry_hardlink;
+	__typeof__(archive_format) *format;
 };
 
 /*
@@ -75,6 +77,7 @@ static int load(struct libarchive *L, struct ts_error *err)
 		{ "archive_entry_filetype", (void **)&L->entry_filetype },
 		{ "archive_entry_perm", (void **)&L->entry_perm },
 		{ "archive_entry_hardlink", (void **)&L->entry_hardlink },
+		{ "archive_format", (void **)&L->format },
 	};
 
 	L->dl = dlopen(LIBARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
@@ -215,8 +218,11 @@ int ts_archive_extract(struct ts_copy *c, int fd, const char *shown, const char 
 	struct libarchive L = { 0 };
 	struct archive *a;
 	struct archive_entry *e;
+	struct stat st;
 	int r;
 
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		return ts_err(err, -EISDIR, "`%s` is a directory, not an archive", shown);
 	r = load(&L, err);
 	if (r < 0)
 		return r;
@@ -235,11 +241,17 @@ int ts_archive_extract(struct ts_copy *c, int fd, const char *shown, const char 
 	for (bool first = true; r == 0; first = false) {
 		int h = L.next_header(a, &e);
 
-		if (h == ARCHIVE_EOF)
+		/* No input at all is no archive; an archive without entries still makes the
+		 * destination, as one with entries does. */
+		if (first && h == ARCHIVE_EOF && L.format(a) == ARCHIVE_FORMAT_EMPTY) {
+			r = ts_err(err, -EINVAL, "`%s` is empty: not an archive", shown);
 			break;
+		}
 		/* the destination only once there is an archive to put into it */
-		if (first && (h == ARCHIVE_OK || h == ARCHIVE_WARN) &&
+		if (first && (h == ARCHIVE_OK || h == ARCHIVE_WARN || h == ARCHIVE_EOF) &&
 		    (r = ts_files_mkdir(c->conn, dst, 0755, err)) < 0)
+			break;
+		if (h == ARCHIVE_EOF)
 			break;
 		if (h == ARCHIVE_FAILED) {
 			ts_copy_skip(c, "`%s`: skipped an unreadable entry: %s", shown,

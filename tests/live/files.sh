@@ -153,11 +153,34 @@ if python3 "$here/make-archives.py" "$work/arc" "$canary"; then
 	ts exec "$id" -- sh -c 'test ! -e /tmp/zx && test ! -e /zabs && test ! -e /tmp/ex-zip/zabs'
 	tap_result $? "FA-10 zip: .. and absolute entries are not written"
 	tap_is "$(ts exec "$id" -- stat -c %a /tmp/ex-zip/zsuid)" 755 "FA-10 zip: no setuid bit"
+	# into directories that are mount points (the workspace, /tmp) and through a symlink
+	ts cp --extract "$work/arc/plain.tar" "$id:" 2>"$work/err"
+	tap_is "$?:$(ts exec "$id" -- cat /home/user/pkg/a.txt 2>/dev/null)" "0:a" \
+		"cp --extract into the workspace itself (ID:, a mount point): $(head -c 120 "$work/err")"
+	ts cp --extract "$work/arc/plain.tar" "$id:/tmp" 2>/dev/null
+	tap_is "$?:$(ts exec "$id" -- cat /tmp/pkg/a.txt 2>/dev/null)" "0:a" "cp --extract into /tmp (a tmpfs)"
+	ts exec "$id" -- sh -c 'mkdir -p /tmp/real && ln -s real /tmp/sl'
+	ts cp --extract "$work/arc/plain.tar" "$id:/tmp/sl/ext" 2>"$work/err"
+	tap_is "$?:$(ts exec "$id" -- cat /tmp/real/ext/pkg/a.txt 2>/dev/null)" "0:a" \
+		"cp --extract below a symlink to a directory, nested entries too: $(head -c 120 "$work/err")"
+	ts cp --extract "$work/arc/plain.tar" "$id:/tmp/sl" 2>/dev/null
+	tap_is "$?:$(ts exec "$id" -- cat /tmp/real/hello.txt 2>/dev/null)" "0:hello" \
+		"cp --extract into a symlink to a directory"
+	echo hi | ts cp - "$id:" 2>"$work/err"
+	tap_is "$?" 1 "cp - onto the workspace directory fails"
+	grep -q "it is a directory" "$work/err"; tap_result $? "... saying it is a directory: $(head -c 120 "$work/err")"
 	ts cp --extract - "$id:/tmp/ex-stdin" <"$work/arc/evil.tar.gz" 2>/dev/null
 	tap_is "$(ts exec "$id" -- cat /tmp/ex-stdin/good/ok.txt)" ok "cp --extract - reads the archive from standard input"
 	ts cp --extract "$work/arc/junk.tar" "$id:/tmp/ex-junk" 2>"$work/err"
 	tap_is "$?" 1 "cp --extract of something that is not an archive fails"
 	ts exec "$id" -- test -e /tmp/ex-junk; tap_is "$?" 1 "... and creates nothing ($(head -c 120 "$work/err"))"
+	ts cp --extract /dev/null "$id:/tmp/ex-null" 2>"$work/err"
+	tap_is "$?:$(grep -c 'is empty' "$work/err")" "1:1" "cp --extract of empty input: not an archive"
+	ts cp --extract "$work/arc" "$id:/tmp/ex-dir" 2>"$work/err"
+	tap_is "$?:$(grep -c 'is a directory' "$work/err")" "1:1" "cp --extract of a directory: not an archive"
+	ts cp --extract "$work/arc/empty.tar" "$id:/tmp/ex-empty"
+	tap_is "$?:$(ts exec "$id" -- sh -c 'test -d /tmp/ex-empty && echo dir')" "0:dir" \
+		"cp --extract of an archive without entries makes the destination"
 	ts cp --extract "$work/arc/evil.tar" "$out/x" 2>/dev/null
 	tap_is "$?" 2 "cp --extract to a host path: usage error"
 	tap_is "$(ls "$canary" | tr '\n' ' ')" "keep " "FA-10 the host canary directory gained nothing"

@@ -7,6 +7,8 @@
                directory, and good/ok.txt (the control)
   evil.tar.gz  the same, gzip-compressed
   evil.zip     ../zx, /zabs, a setuid file, zgood/ok.txt (the control)
+  plain.tar    hello.txt and pkg/a.txt (no directory entries), the control
+  empty.tar    a valid archive without entries
   junk.tar     not an archive
 
 usage: make-archives.py DIR CANARY_DIR
@@ -54,6 +56,10 @@ def main():
         zi.external_attr = (0o104755 << 16)
         zf.writestr(zi, "#!/bin/sh\n")
         zf.writestr("zgood/ok.txt", "ok\n")
+    with tarfile.open(out + "/plain.tar", "w") as tf:
+        add(tf, "hello.txt", b"hello\n", mode=0o644)
+        add(tf, "pkg/a.txt", b"a\n", mode=0o644)
+    tarfile.open(out + "/empty.tar", "w").close()
     with open(out + "/junk.tar", "wb") as f:
         f.write(b"this is not an archive\n" * 40)
 
