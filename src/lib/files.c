@@ -630,6 +630,21 @@ static int copy_out_file(struct walk *w, unsigned mode, int dfd, const char *nam
 static int copy_out_at(struct walk *w, enum ts_file_type type, unsigned mode, int dfd,
 		       const char *name, int depth, struct ts_error *err);
 
+/*
+ * An error that concerns one entry of a tree (no permission, gone meanwhile, a name that
+ * does not fit, a type clash on the host) becomes a skip with its message; 0 then. Any
+ * other (the connection, the host's disk, memory) stays the copy's error.
+ */
+static int skip_if_local(struct ts_copy *c, int r, struct ts_error *err)
+{
+	if (r != -EACCES && r != -EPERM && r != -ENOENT && r != -ENAMETOOLONG && r != -EISDIR &&
+	    r != -ENOTDIR)
+		return r;
+	ts_copy_skip(c, "skipped: %s", err->msg);
+	ts_err_clear(err);
+	return 0;
+}
+
 static int copy_out_dir(struct walk *w, unsigned mode, int dfd, const char *name, int depth,
 			struct ts_error *err)
 {
@@ -652,6 +667,8 @@ static int copy_out_dir(struct walk *w, unsigned mode, int dfd, const char *name
 	if (sub < 0)
 		return ts_err_errno(err, -errno, "open `%s`", w->host);
 	r = ts_files_list(w->c->conn, w->sb, 1, collect, &es, err);
+	if (depth > 0)
+		r = skip_if_local(w->c, r, err);
 	for (size_t i = 0; i < es.n && r == 0; i++) {
 		if (push(w->sb, sl, es.v[i].name) < 0 || push(w->host, hl, es.v[i].name) < 0)
 			r = ts_err(err, -ENAMETOOLONG, "`%s/%s`: path too long", w->host,
@@ -659,6 +676,8 @@ static int copy_out_dir(struct walk *w, unsigned mode, int dfd, const char *name
 		else
 			r = copy_out_at(w, es.v[i].type, es.v[i].mode, sub, es.v[i].name, depth + 1,
 					err);
+		/* one entry that cannot be read (or written here) is left out, not the rest */
+		r = skip_if_local(w->c, r, err);
 		w->sb[sl] = '\0';
 		w->host[hl] = '\0';
 	}

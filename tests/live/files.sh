@@ -188,6 +188,17 @@ else
 	tap_not_ok "FA-10 make the test archives (python3 tarfile/zipfile)"
 fi
 
+# --- copy out: an entry that cannot be read is left out, not the rest of the tree ---
+ts exec "$id" -- sh -c 'mkdir -p part/a part/b part/z && echo 1 > part/a/1 && echo 2 > part/z/2 && echo s > part/secret && chmod 000 part/b part/secret'
+mkdir -p "$out/part-dst"
+ts cp "$id:part" "$out/part-dst/" 2>"$work/err"
+tap_is "$?:$(cat "$out/part-dst/part/a/1" "$out/part-dst/part/z/2" 2>/dev/null | tr '\n' ' ')" "1:1 2 " \
+	"cp out of a tree with an unreadable directory and file: the rest arrives, exit 1"
+grep -q 'list `part/b`: Permission denied' "$work/err" && grep -q 'read `part/secret`: Permission denied' "$work/err"
+tap_result $? "... and each left-out entry is a warning"
+tap_is "$(stat -c %a "$out/part-dst/part")" 755 "... and the copied directory gets its own mode"
+ts exec "$id" -- chmod -R u+rwx part
+
 # --- usage and lookup ---
 ts cp "$work/in.txt" "$out/x" 2>/dev/null
 tap_is "$?" 2 "neither side ID:PATH: usage error"
