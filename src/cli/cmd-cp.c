@@ -164,11 +164,16 @@ static int copy_out(struct ts_copy *c, const char *src, const char *dst, struct 
 
 	if (!strcmp(dst, "-"))
 		return ts_files_read_to_fd(c->conn, src, STDOUT_FILENO, err);
-	if (lstat(dst, &st) == 0 && S_ISLNK(st.st_mode))
-		return ts_err(
-			err, -ELOOP,
-			"`%s` is a symlink: write `%s/` to copy into the directory it points to",
-			dst, dst);
+	if (lstat(dst, &st) == 0 && S_ISLNK(st.st_mode)) {
+		if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
+			return ts_err(err, -ELOOP,
+				      "`%s` is a symlink: write `%s/` to copy into the directory "
+				      "it points to",
+				      dst, dst);
+		return ts_err(err, -ELOOP,
+			      "`%s` is a symlink: a copy never replaces or writes through one",
+			      dst);
+	}
 	r = stat(dst, &st) < 0 ? -errno : 0;
 	if (r == 0 && S_ISDIR(st.st_mode)) {
 		/* into the directory, under the source's name */
@@ -249,7 +254,9 @@ int ts_cmd_cp(int argc, char **argv)
 	if (ts_cli_lookup("cp", sin ? sref : dref, &st, &rec) < 0)
 		return 1;
 	/* a sandbox whose init is gone is rebuilt around its files, as for exec */
-	r = ts_sandbox_start(st, &rec, &err);
+	r = uid == 0 ? ts_sandbox_check_root(&rec, &err) : 0;
+	if (r >= 0)
+		r = ts_sandbox_start(st, &rec, &err);
 	if (r >= 0) {
 		ts_store_touch(st, rec.id, &err);
 		ts_err_clear(&err);

@@ -215,6 +215,11 @@ int ts_cmd_exec(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (detach && (tty || interactive)) {
+		/* a background process reads /dev/null and writes its log: no terminal */
+		fprintf(stderr, "toren-sandbox exec: -d cannot be combined with -t or -i\n");
+		return 2;
+	}
 	if (optind + 1 < argc && !strcmp(argv[optind + 1], "--"))
 		req.argv = argv + optind + 2;
 	else
@@ -225,6 +230,8 @@ int ts_cmd_exec(int argc, char **argv)
 	}
 	if (ts_cli_lookup("exec", argv[optind], &st, &rec) < 0)
 		return 1;
+	if (req.as == TS_SPAWN_AS_ROOT && ts_sandbox_check_root(&rec, &err) < 0)
+		goto fail;
 	/* a sandbox whose init is gone (reboot, OOM, kill -9) is rebuilt around its files */
 	if (ts_sandbox_start(st, &rec, &err) < 0)
 		goto fail;

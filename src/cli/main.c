@@ -51,8 +51,14 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
+		if (!strcmp(argv[1], commands[i].name)) {
+			/* getopt's own messages start with argv[0]: "toren-sandbox cp: ..." */
+			char prog[64];
+
+			snprintf(prog, sizeof(prog), "toren-sandbox %s", commands[i].name);
+			argv[1] = prog;
 			return commands[i].fn(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "toren-sandbox: unknown command `%s` (see --help)\n", argv[1]);
 	return 2;
 }

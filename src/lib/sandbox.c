@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "ctl.h"
 #include "hostcheck.h"
+#include "idmap-plan.h"
 #include "launch.h"
 #include "paths.h"
 #include "syscall.h"
@@ -389,4 +390,30 @@ int ts_sandbox_stop(struct ts_store *st, struct ts_sandbox_rec *rec, unsigned gr
 	remove_cgroups(rec);
 	r = ts_store_update(st, rec, err);
 	return r;
+}
+
+int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err)
+{
+	json_t *spec;
+	struct ts_idmap_plan plan;
+	bool spec_root;
+	int r;
+
+	/* a running init knows its own map and answers for itself */
+	if (ts_sandbox_running(rec))
+		return 0;
+	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
+	spec_root = spec && json_is_string(json_object_get(spec, "user")) &&
+		    !strcmp(json_string_value(json_object_get(spec, "user")), "root");
+	json_decref(spec);
+	r = ts_idmap_plan(&plan, spec_root, err);
+	if (r < 0)
+		return r;
+	if (!plan.has_root)
+		return ts_err(err, -EPERM,
+			      "sandbox `%s` has one id inside (mapping mode `%s`), no root to run "
+			      "as: a sandbox has a root when created by root, or with `--user "
+			      "root` and subordinate ids (see `toren-sandbox doctor`)",
+			      rec->id, plan.mode);
+	return 0;
 }

@@ -38,6 +38,13 @@ int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 /* Is the recorded init alive (and answering)? Updates rec->state when it is not. */
 bool ts_sandbox_running(struct ts_sandbox_rec *rec);
 
+/*
+ * May something run as root in this sandbox? For a stopped one, the id map its next start
+ * would get decides, so that a request it cannot serve starts nothing; a running one is
+ * asked by the request itself. 0, or -EPERM with a message.
+ */
+int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err);
+
 /* Start a stopped sandbox around its workspace and upper layer (no-op if running). */
 int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err);
 

@@ -123,6 +123,10 @@ tap_is "$(sha "$canary/keep")" "$canary_hash" "FA-12 ... and never written throu
 ln -s "$canary" "$out/dst"
 ts cp "$id:in.txt" "$out/dst" 2>"$work/err"
 tap_is "$?:$(ls "$canary" | tr '\n' ' ')" "1:keep " "FA-12 a destination that is a host symlink is refused"
+echo mine >"$work/hostfile" && ln -s "$work/hostfile" "$out/flink"
+ts cp "$id:in.txt" "$out/flink" 2>"$work/err"
+tap_is "$?:$(cat "$work/hostfile")" "1:mine" "FA-12 a destination that is a symlink to a file is refused, never written through"
+grep -q "never replaces or writes through" "$work/err"; tap_result $? "... and says so: $(head -c 120 "$work/err")"
 ts cp "$id:in.txt" "$out/dst/" 2>/dev/null
 tap_is "$?:$(cat "$canary/in.txt" 2>/dev/null)" "0:hello" "... and DST/ copies into the directory it points to (control)"
 rm -f "$canary/in.txt"

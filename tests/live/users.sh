@@ -57,6 +57,14 @@ userns)
 	ts cp "$tmp/in.txt" "$id:in.txt"; tap_result $? "cp as the sandbox's user works"
 	tap_is "$(ts exec "$id" -- cat /home/user/in.txt)" hello "and the file is in the workspace"
 	raw_checks
+	# stopped: refused from the id map its start would get, so nothing is started
+	ts stop "$id" >/dev/null
+	ts exec --user root "$id" -- true 2>"$tmp/err"
+	tap_is "$?" 125 "exec --user root on a stopped one-id sandbox fails"
+	ts cp --user root "$tmp/in.txt" "$id:/tmp/x" 2>/dev/null
+	tap_is "$?" 1 "cp --user root on a stopped one-id sandbox fails"
+	tap_is "$(ts inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" stopped \
+		"... and neither started it: $(head -c 120 "$tmp/err")"
 	tap_done
 	exit
 	;;
@@ -144,6 +152,7 @@ for who in user root; do
 done
 ts cp --user nobody "$tmp/in.txt" "$id:x" 2>/dev/null; tap_is $? 2 "cp --user with another name is a usage error"
 ts exec --user nobody "$id" -- true 2>/dev/null; tap_is $? 2 "exec --user with another name is a usage error"
+ts exec -d -t "$id" -- true 2>/dev/null; tap_is $? 2 "exec -d with -t is a usage error (a background process has no terminal)"
 
 raw_checks
 
