@@ -156,7 +156,7 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	size_t n_pending = 0;
 	unsigned long long pending_size = 0, v;
 	mode_t pending_mode = 0;
-	long long pending_owner = -1; /* --owner: uid (== gid) of the next --tmpfs */
+	long long pending_owner = -1; /* --owner: uid (== gid) of the next --tmpfs or --dir */
 	int i, r;
 
 	memset(ctx, 0, sizeof(*ctx));
@@ -245,8 +245,6 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			op->dest = argv[++i];
 			op->size = pending_size;
 			op->mode = pending_mode ? pending_mode : 0755;
-			if (pending_owner >= 0 && op->kind != TS_MOUNT_TMPFS)
-				return ts_err(err, -EINVAL, "--owner applies to --tmpfs only");
 			op->owner = pending_owner;
 			pending_size = 0;
 			pending_mode = 0;
@@ -395,7 +393,7 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	if (n_pending)
 		return ts_err(err, -EINVAL, "--overlay-src without a following --overlay");
 	if (pending_owner >= 0)
-		return ts_err(err, -EINVAL, "--owner without a following --tmpfs");
+		return ts_err(err, -EINVAL, "--owner without a following --tmpfs or --dir");
 	if (i >= argc)
 		return ts_err(err, -EINVAL, "no program given after `--`");
 	ctx->argv = argv + i;

@@ -52,7 +52,7 @@ struct ts_mount_op {
 	/* tmpfs */
 	unsigned long long size; /* 0: kernel default */
 	mode_t mode;
-	long long owner; /* --owner: uid and gid inside; -1: the program's ids */
+	long long owner; /* --owner (tmpfs, dir): uid and gid inside; -1: the creator's */
 	bool ro;
 };
 

@@ -575,6 +575,9 @@ static int do_op(struct ts_mount_state *st, struct ts_mount_op *op, struct ts_er
 
 	switch (op->kind) {
 	case TS_MOUNT_DIR:
+		if (op->owner >= 0 && fchownat(target, "", (uid_t)op->owner, (gid_t)op->owner,
+					       AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return ts_err_errno(err, -errno, "chown `%s` to %lld", op->dest, op->owner);
 		return 0;
 	case TS_MOUNT_BIND:
 		return mount_bind(st, op->src_fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target,

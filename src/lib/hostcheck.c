@@ -297,6 +297,22 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 		}
 	}
 
+	/* Between a sandbox's root and user the kernel's rule against following another
+	 * user's symlink in a sticky directory (/tmp) is what keeps `cp --user root` and
+	 * root's processes from being led by links the user planted. */
+	c = add(out, max, &n, "protected symlinks", TS_CHECK_OK);
+	if (c && read_long("/proc/sys/fs/protected_symlinks", -1) == 0) {
+		c->level = plan.has_root ? TS_CHECK_WARN : TS_CHECK_INFO;
+		snprintf(c->detail, sizeof(c->detail),
+			 "fs.protected_symlinks is 0: in a sandbox with root and user, root "
+			 "follows symlinks the user planted in /tmp%s",
+			 plan.has_root ? "" : " (none here: this user's sandboxes have one id)");
+		snprintf(c->fix, sizeof(c->fix),
+			 "sysctl -w fs.protected_symlinks=1 (and persist it in /etc/sysctl.d/)");
+	} else if (c) {
+		snprintf(c->detail, sizeof(c->detail), "fs.protected_symlinks is on");
+	}
+
 	for (size_t i = 0; i < ELEMENTSOF(controllers); i++) {
 		char why[512];
 		bool ok = ts_cgroup_delegated(controllers[i], why, sizeof(why));

@@ -207,11 +207,23 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 	return r ? ts_err(err, -ENOMEM, "build limits") : 0;
 }
 
+/* --owner 0 before the next --tmpfs or --dir, when root owns the system's directories. */
+static int push_owner(struct ts_strv *a, bool two_users)
+{
+	if (!two_users)
+		return 0;
+	return ts_strv_push(a, "--owner") | ts_strv_push(a, "0");
+}
+
 static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
 	struct ts_strv *a = &p->argv;
 	const struct ts_policy *pol = o->policy;
 	bool ro_root = !o->as_root;
+	/* A durable sandbox with root and user (init --init-setid) gets a system's layout:
+	 * /tmp, /var, /var/tmp, /run and /root belong to root, so that the kernel's
+	 * protected_symlinks and the sticky bit of /tmp work between the two users. */
+	bool two_users = o->durable_id && p->idmap.has_root;
 	int r = 0;
 
 	r |= ts_strv_push(a, p->paths.helper);
@@ -258,23 +270,23 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 	r |= ts_strv_push(a, "/sys");
 	r |= ts_strv_push(a, "--perms");
 	r |= ts_strv_push(a, "1777");
+	r |= push_owner(a, two_users);
 	r |= ts_strv_push(a, "--tmpfs");
 	r |= ts_strv_push(a, "/tmp");
+	r |= push_owner(a, two_users);
 	r |= ts_strv_push(a, "--tmpfs");
 	r |= ts_strv_push(a, "/var");
 	r |= ts_strv_push(a, "--perms");
 	r |= ts_strv_push(a, "1777");
+	r |= push_owner(a, two_users);
 	r |= ts_strv_push(a, "--dir");
 	r |= ts_strv_push(a, "/var/tmp");
 	r |= ts_strv_push(a, "--perms");
 	r |= ts_strv_push(a, "0700");
-	if (o->durable_id && p->idmap.has_root) {
-		/* init can start root's processes here (--init-setid): /root is theirs */
-		r |= ts_strv_push(a, "--owner");
-		r |= ts_strv_push(a, "0");
-	}
+	r |= push_owner(a, two_users);
 	r |= ts_strv_push(a, "--tmpfs");
 	r |= ts_strv_push(a, "/root");
+	r |= push_owner(a, two_users);
 	r |= ts_strv_push(a, "--tmpfs");
 	r |= ts_strv_push(a, "/run");
 	for (size_t i = 0; i < pol->n_ro_binds; i++) {

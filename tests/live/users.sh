@@ -95,6 +95,28 @@ for who in root user; do
 	tap_is "$out" "$want" "exec -t --user $who: the pty's slave belongs to $who"
 done
 
+# a system's layout: root owns /tmp, /var, /var/tmp, /run and /root, so the sticky bit and
+# the kernel's protected_symlinks work between the two users
+tap_is "$(ts exec "$id" -- stat -c '%u:%a' /tmp /var /var/tmp /run /root | tr '\n' ' ')" \
+	"0:1777 0:755 0:1777 0:755 0:700 " "/tmp, /var, /var/tmp, /run and /root belong to root"
+ts exec --user user "$id" -- sh -c 'ln -s /root /tmp/ldir && ln -s /root/planted /tmp/lfile'
+# The kernel's rule, a host-wide setting (doctor warns when it is off): as root, turn it
+# on for these two copies and back.
+prot=$(cat /proc/sys/fs/protected_symlinks 2>/dev/null)
+[ "$prot" = 0 ] && [ "$(id -u)" = 0 ] && echo 1 >/proc/sys/fs/protected_symlinks
+ts cp --user root "$tmp/in.txt" "$id:/tmp/ldir/x" 2>"$tmp/err"
+st=$?
+ts cp --user root "$tmp/in.txt" "$id:/tmp/lfile" 2>>"$tmp/err"
+st2=$?
+on=$(cat /proc/sys/fs/protected_symlinks 2>/dev/null)
+[ "$prot" = 0 ] && [ "$(id -u)" = 0 ] && echo 0 >/proc/sys/fs/protected_symlinks
+if [ "$on" = 1 ]; then
+	tap_is "$st:$st2:$(ts exec --user root "$id" -- sh -c 'ls /root/x /root/planted 2>/dev/null')" "1:1:" \
+		"cp --user root through symlinks the user planted in /tmp writes nothing in /root: $(head -c 120 "$tmp/err")"
+else
+	tap_skip "cp --user root through symlinks the user planted" "fs.protected_symlinks is off on this host"
+fi
+
 # what root can and cannot do
 tap_is "$(ts exec --user root "$id" -- stat -c '%u %g %a' /root)" "0 0 700" "/root belongs to root, mode 700"
 ts exec --user root "$id" -- sh -c 'echo r > /root/mine'; tap_result $? "root writes in /root"
