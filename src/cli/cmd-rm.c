@@ -185,8 +185,8 @@ int ts_cmd_rm(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		struct ts_error err = { 0 };
 
-		if (ts_sandbox_running(&recs[i]) &&
-		    ts_sandbox_stop(st, &recs[i], RM_GRACE_MS, &err) < 0) {
+		/* also when it looks stopped: stop ends an init that runs unrecorded */
+		if (ts_sandbox_stop(st, &recs[i], RM_GRACE_MS, &err) < 0) {
 			ts_cli_error("rm", &err);
 			failed = 1;
 			continue;

@@ -353,8 +353,17 @@ int main(int argc, char **argv)
 		return TS_HELPER_EXIT_SETUP;
 	}
 	if (ctx.sync_fd >= 0) {
-		ts_sync_report(ctx.sync_fd, 0, child, pidfd, NULL);
+		r = ts_sync_report(ctx.sync_fd, 0, child, pidfd, NULL);
 		close(ctx.sync_fd);
+		/* A detached sandbox nobody heard of would run unrecorded: its caller is gone
+		 * (killed while it waited), so the sandbox goes too. */
+		if (r < 0 && ctx.detach) {
+			ts_pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+			while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+				;
+			ts_cgroup_cleanup(&ctx.cgroup);
+			return TS_HELPER_EXIT_SETUP;
+		}
 	}
 	if (ctx.detach)
 		return 0;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -170,8 +171,60 @@ bool ts_sandbox_running(struct ts_sandbox_rec *rec)
 	return false;
 }
 
+/*
+ * An init that serves the sandbox's control socket although none is on record: its starter
+ * was killed between the helper's report and the store update. It is asked to end
+ * everything (SHUTDOWN) and waited for until the socket no longer answers.
+ */
+static void end_unrecorded_init(const struct ts_sandbox_rec *rec)
+{
+	struct ts_error ignore;
+	int fd = ts_sandbox_connect(rec, &ignore);
+	struct ts_ctl_msg m = { 0 };
+
+	if (fd < 0)
+		return;
+	ts_ctl_msg_init(&m, TS_CTL_SHUTDOWN, 1);
+	ts_ctl_send(fd, &m, NULL, 0);
+	ts_ctl_msg_free(&m);
+	close(fd);
+	for (int i = 0; i < (TS_STOP_WAIT_MS + 2500) / 20; i++) {
+		fd = ts_sandbox_connect(rec, &ignore);
+		if (fd < 0)
+			return;
+		close(fd);
+		usleep(20000);
+	}
+}
+
+/*
+ * Starts of one sandbox are serialised by an exclusive flock(2) on its directory: two
+ * CLIs starting it at once (exec, start, cp) would otherwise build two inits around the
+ * same files. The fd is close-on-exec, so the lock ends with this process's hold of it.
+ */
+static int lock_dir(const struct ts_sandbox_rec *rec, struct ts_error *err)
+{
+	int fd;
+
+	if (mkdir(rec->dir, 0700) < 0 && errno != EEXIST)
+		return ts_err_errno(err, -errno, "create `%s`", rec->dir);
+	fd = open(rec->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open `%s`", rec->dir);
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			int r = ts_err_errno(err, -errno, "lock `%s`", rec->dir);
+
+			close(fd);
+			return r;
+		}
+	return fd;
+}
+
 int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err)
 {
+	_cleanup_close_ int lock = -EBADF;
+	struct ts_sandbox_rec fresh;
 	struct ts_run_opts o;
 	struct ts_policy pol;
 	struct ts_paths paths;
@@ -181,6 +234,18 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_
 
 	if (ts_sandbox_running(rec))
 		return 0;
+	lock = lock_dir(rec, err);
+	if (lock < 0)
+		return ts_err_prefix(err, lock, "start `%s`", rec->id);
+	/* whoever held the lock before us may have started it */
+	if (ts_store_get(st, rec->id, &fresh, err) == 0) {
+		ts_sandbox_rec_free(rec);
+		*rec = fresh;
+		if (ts_sandbox_running(rec))
+			return 0;
+	}
+	ts_err_clear(err);
+	end_unrecorded_init(rec);
 	/* left by an init that died (kill -9, OOM, reboot): the name is about to be reused */
 	remove_cgroups(rec);
 	ts_policy_init(&pol);
@@ -353,8 +418,10 @@ int ts_sandbox_stop(struct ts_store *st, struct ts_sandbox_rec *rec, unsigned gr
 	_cleanup_close_ int pidfd = -EBADF;
 	int r;
 
-	if (!ts_sandbox_running(rec))
+	if (!ts_sandbox_running(rec)) {
+		end_unrecorded_init(rec);
 		return ts_store_update(st, rec, err);
+	}
 	/* a pidfd first, then the start-time check again: from here on the pid cannot be
 	 * recycled under us (RT-09) */
 	pidfd = ts_pidfd_open(rec->init_pid, 0);

@@ -90,6 +90,24 @@ if [ "$TS_MODE" != userns ]; then
 	is "$(ts exec "$rid" -- id -u)" 0 "a --user root sandbox runs its commands as root"
 fi
 
+# concurrent starts of a stopped sandbox build one init (a lock serialises them); the
+# listening control sockets are counted in /proc/net/unix, where a second init's would
+# show even after its path was taken over
+r=$(create --name "race-$$")
+ts stop "$r" >/dev/null
+rdir=$(ts inspect "$r" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["dir"])')
+for i in 1 2 3; do ts start "$r" >/dev/null & ts exec "$r" -- true & done; wait
+is "$(grep -c " $rdir/run/control.sock\$" /proc/net/unix)" 1 "three starts and three execs at once start one init"
+is "$(ts exec "$r" -- echo one)" one "and it serves"
+# an init the store does not know (its creator was killed after the helper reported) is
+# ended by the next start, and by rm -f
+python3 -c "import sqlite3; c = sqlite3.connect('$TOREN_SANDBOX_ROOT/state.db'); c.execute(\"update sandboxes set init_pid = 0, init_start = 0, state = 'stopped' where id = '$r'\"); c.commit()"
+ts start "$r" >/dev/null
+is "$(grep -c " $rdir/run/control.sock\$" /proc/net/unix)" 1 "start ends an unrecorded init before it starts one"
+python3 -c "import sqlite3; c = sqlite3.connect('$TOREN_SANDBOX_ROOT/state.db'); c.execute(\"update sandboxes set init_pid = 0, init_start = 0, state = 'stopped' where id = '$r'\"); c.commit()"
+ts rm -f "$r" >/dev/null 2>&1
+is "$(grep -c " $rdir/run/control.sock\$" /proc/net/unix)" 0 "rm -f ends an unrecorded init"
+
 # kill -9 of init: no orphan, the next exec works
 dir=$(ts inspect "$id" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["dir"])' 2>/dev/null)
 initpid=$(ts inspect "$id" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["init"]["pid"])' 2>/dev/null)
