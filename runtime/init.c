@@ -155,6 +155,7 @@ int main(int argc, char **argv)
 	char *protect[TS_INIT_MAX_PATTERNS + 1] = { 0 };
 	size_t n_protect = 0;
 	bool server = false;
+	unsigned long long first_proc = 1;
 	sigset_t mask;
 	int i = 1;
 
@@ -174,7 +175,12 @@ int main(int argc, char **argv)
 			in.use_pty = true;
 		else if (!strcmp(argv[i], "--server"))
 			server = true;
-		else if (!strcmp(argv[i], "--protect-pattern") && i + 1 < argc) {
+		else if (!strcmp(argv[i], "--first-proc") && i + 1 < argc) {
+			unsigned long long n;
+
+			if (ts_parse_ull(argv[++i], &n) == 0 && n >= 1 && n < (1ULL << 52))
+				first_proc = n;
+		} else if (!strcmp(argv[i], "--protect-pattern") && i + 1 < argc) {
 			if (n_protect < TS_INIT_MAX_PATTERNS)
 				protect[n_protect++] = argv[++i];
 			else
@@ -189,7 +195,8 @@ int main(int argc, char **argv)
 		struct ts_server_cfg cfg = { .listen_fd = 3,
 					     .logs_fd = 4,
 					     .protect_patterns = protect,
-					     .n_protect = n_protect };
+					     .n_protect = n_protect,
+					     .first_proc = first_proc };
 		struct stat st;
 
 		/* fd 3: the listening control socket, fd 4: the logs directory (helper

@@ -808,6 +808,7 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 	sigset_t mask;
 
 	s.cfg = cfg;
+	s.next_id = cfg->first_proc > 0 ? cfg->first_proc - 1 : 0;
 	ts_ids_init(&s.ids);
 	s.last_activity = ts_now_ms();
 	for (int i = 0; i < TS_MAX_CONNS; i++)

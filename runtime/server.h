@@ -12,12 +12,14 @@
  * finished processes for a while, and hands file requests to a forked worker.
  */
 #include <stddef.h>
+#include <stdint.h>
 
 struct ts_server_cfg {
 	int listen_fd;
 	int logs_fd;
 	char **protect_patterns;
 	size_t n_protect;
+	uint64_t first_proc; /* the first process id (ids go on across starts), >= 1 */
 };
 
 /* Serve until SHUTDOWN or a terminating signal from outside. Returns the exit status. */

@@ -56,12 +56,13 @@ struct ts_prepared {
 	struct ts_strv argv;
 	struct ts_strv warnings;
 	bool setuid_helper;
-	bool upper;	  /* overlay with a per-sandbox upper layer */
-	bool dir_created; /* $ROOT/<id> was made and must go */
-	int listen_fd;	  /* durable: the control socket init will own */
-	int logs_fd;	  /* durable: $ROOT/<id>/logs */
-	bool used_cgroup; /* limits went to cgroups named ts-<id> */
-	bool as_root;	  /* every process of the sandbox is its root */
+	bool upper;		       /* overlay with a per-sandbox upper layer */
+	bool dir_created;	       /* $ROOT/<id> was made and must go */
+	int listen_fd;		       /* durable: the control socket init will own */
+	int logs_fd;		       /* durable: $ROOT/<id>/logs */
+	unsigned long long first_proc; /* durable: init's first process id (logs go on) */
+	bool used_cgroup;	       /* limits went to cgroups named ts-<id> */
+	bool as_root;		       /* every process of the sandbox is its root */
 };
 
 static void prepared_free(struct ts_prepared *p)
@@ -355,6 +356,8 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		r |= ts_strv_push(a, "--");
 		r |= ts_strv_push(a, p->paths.init);
 		r |= ts_strv_push(a, "--server");
+		r |= ts_strv_push(a, "--first-proc");
+		r |= ts_strv_pushf(a, "%llu", p->first_proc);
 		for (size_t i = 0; i < pol->n_protected; i++) {
 			r |= ts_strv_push(a, "--protect-pattern");
 			r |= ts_strv_push(a, pol->protected_patterns[i]);
@@ -455,19 +458,29 @@ static int prepare_durable(struct ts_prepared *p, struct ts_error *err)
 	p->logs_fd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (runfd < 0 || p->logs_fd < 0)
 		return ts_err_errno(err, -errno, "open `%s/{run,logs}`", p->dir);
-	/* Process ids start again at 1 with every start: the logs of the last run go, or
-	 * `logs ID N` would show an old process's output. */
+	/* Process ids go on from the last start's, so that every log stays what its
+	 * number says until the sandbox is removed (`logs ID N` after a restart or a crash
+	 * of init is when it matters most). */
 	{
 		_cleanup_close_ int lfd =
 			open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
 		struct dirent *de;
 
+		p->first_proc = 1;
 		if (d) {
 			lfd = -EBADF; /* owned by d now */
-			while ((de = readdir(d)))
-				if (de->d_type == DT_REG && strstr(de->d_name, ".log"))
-					unlinkat(dirfd(d), de->d_name, 0);
+			while ((de = readdir(d))) {
+				unsigned long long n;
+				char *dot = strrchr(de->d_name, '.');
+
+				if (!dot || strcmp(dot, ".log") != 0)
+					continue;
+				*dot = '\0';
+				if (ts_parse_ull(de->d_name, &n) == 0 && n < (1ULL << 52) &&
+				    n >= p->first_proc)
+					p->first_proc = n + 1;
+			}
 			closedir(d);
 		}
 	}

@@ -90,6 +90,14 @@ if [ "$TS_MODE" != userns ]; then
 	is "$(ts exec "$rid" -- id -u)" 0 "a --user root sandbox runs its commands as root"
 fi
 
+# logs outlive a restart: ids go on after the highest one that has a log
+lp=$(ts exec -d "$id" -- sh -c 'echo before-restart')
+sleep 0.3
+ts restart "$id" >/dev/null
+is "$(ts logs "$id" "$lp" 2>/dev/null)" before-restart "a background process's log is still there after a restart"
+np=$(ts exec -d "$id" -- true)
+[ -n "$np" ] && [ -n "$lp" ] && [ "$np" -gt "$lp" ]; t $? "a process after the restart gets a higher id ($np > $lp)"
+
 # concurrent starts of a stopped sandbox build one init (a lock serialises them); the
 # listening control sockets are counted in /proc/net/unix, where a second init's would
 # show even after its path was taken over
