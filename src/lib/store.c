@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -316,6 +317,34 @@ fail:
 	return r;
 }
 
+/*
+ * The database holds `create --env` values: it is the owner's alone (0600), whatever the
+ * umask and also in a state root that already existed with wider permissions. sqlite
+ * gives its -wal and -shm files the database's mode; older ones are narrowed too.
+ */
+static int private_files(const char *db, struct ts_error *err)
+{
+	static const char *const suffixes[] = { "-wal", "-shm" };
+	_cleanup_close_ int fd = open(db, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct stat st;
+	char path[PATH_MAX + 8];
+
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open `%s`", db);
+	if (fstat(fd, &st) < 0)
+		return ts_err_errno(err, -errno, "stat `%s`", db);
+	if (!(st.st_mode & 077))
+		return 0;
+	if (fchmod(fd, 0600) < 0)
+		return ts_err_errno(err, -errno, "chmod 600 `%s`", db);
+	for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+		snprintf(path, sizeof(path), "%s%s", db, suffixes[i]);
+		if (chmod(path, 0600) < 0 && errno != ENOENT)
+			return ts_err_errno(err, -errno, "chmod 600 `%s`", path);
+	}
+	return 0;
+}
+
 int ts_store_open(struct ts_store **ret, const char *root, struct ts_error *err)
 {
 	struct ts_store *s;
@@ -329,6 +358,9 @@ int ts_store_open(struct ts_store **ret, const char *root, struct ts_error *err)
 		free(s);
 		return ts_err(err, -ENAMETOOLONG, "state root `%s` too long", root);
 	}
+	r = private_files(s->path, err);
+	if (r < 0)
+		goto fail;
 	/* NOMUTEX: a handle is used by one thread. sqlite opens its files O_CLOEXEC, so the
 	 * helper and the processes it starts never inherit the database. */
 	rc = sqlite3_open_v2(s->path, &s->db,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -485,6 +486,33 @@ static void test_proc(void)
 	waitpid(zombie, &status, 0);
 }
 
+/* The database is the owner's alone: new files 0600, wider ones narrowed on open. */
+static void test_modes(void)
+{
+	char root[300], db[320], wal[330];
+	struct ts_store *st = NULL;
+	struct ts_error err = { 0 };
+	struct stat sb;
+	mode_t old = umask(022);
+
+	mkroot(root, sizeof(root), "modes");
+	snprintf(db, sizeof(db), "%s/state.db", root);
+	snprintf(wal, sizeof(wal), "%s/state.db-wal", root);
+	ok(ts_store_open(&st, root, &err) == 0, "open a new store (%s)", err.msg);
+	ts_store_close(st);
+	ok(stat(db, &sb) == 0 && (sb.st_mode & 0777) == 0600,
+	   "a new state.db is 0600 under umask 022");
+	ok(stat(wal, &sb) == 0 && (sb.st_mode & 0777) == 0600, "... and its -wal too");
+	chmod(db, 0644);
+	chmod(wal, 0644);
+	ok(ts_store_open(&st, root, &err) == 0, "open a 0644 store (%s)", err.msg);
+	ts_store_close(st);
+	ok(stat(db, &sb) == 0 && (sb.st_mode & 0777) == 0600,
+	   "a 0644 state.db is narrowed to 0600");
+	ok(stat(wal, &sb) == 0 && (sb.st_mode & 0777) == 0600, "... and its -wal too");
+	umask(old);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -494,12 +522,13 @@ int main(void)
 		printf("1..0 # SKIP mkdtemp: %s\n", strerror(errno));
 		return 0;
 	}
-	plan(74);
+	plan(80);
 	test_names();
 	test_crud();
 	test_concurrency();
 	test_corrupt();
 	test_proc();
+	test_modes();
 	ts_rm_rf_at(AT_FDCWD, base);
 	return exit_status();
 }
