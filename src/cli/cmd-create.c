@@ -117,8 +117,13 @@ int ts_cmd_create(int argc, char **argv)
 			break;
 		}
 		case O_TTL:
-			if (ts_parse_duration_ms(optarg, &v) < 0) {
-				fprintf(stderr, "toren-sandbox create: bad --ttl `%s`\n", optarg);
+			/* a timeout under a second is a typo, and one that rounds to 0 ms would
+			 * silently mean none */
+			if (ts_parse_duration_ms(optarg, &v) < 0 || (v > 0 && v < 1000)) {
+				fprintf(stderr,
+					"toren-sandbox create: bad --ttl `%s`: want 0 (none) or at "
+					"least 1s, like 90s, 30m, 2h\n",
+					optarg);
 				return 2;
 			}
 			o.ttl_ms = (long long)v;
@@ -126,15 +131,26 @@ int ts_cmd_create(int argc, char **argv)
 		case O_TTL_ABS:
 			o.ttl_absolute = true;
 			break;
-		case O_LABEL:
-			if (!strchr(optarg, '=') || optarg[0] == '=' || n_labels >= MAX_LIST) {
-				fprintf(stderr,
-					"toren-sandbox create: bad --label `%s`: want KEY=VALUE\n",
-					optarg);
+		case O_LABEL: {
+			char why[128];
+
+			if (n_labels >= MAX_LIST)
+				snprintf(why, sizeof(why), "at most %d labels", MAX_LIST);
+			if (n_labels >= MAX_LIST || !ts_label_valid(optarg, why, sizeof(why))) {
+				/* shown as given, but never raw control characters to the tty */
+				char shown[64];
+
+				snprintf(shown, sizeof(shown), "%s", optarg);
+				for (char *p = shown; *p; p++)
+					if ((unsigned char)*p < 0x20 || *p == 0x7f)
+						*p = '?';
+				fprintf(stderr, "toren-sandbox create: bad --label `%s`: %s\n",
+					shown, why);
 				return 2;
 			}
 			labels[n_labels++] = optarg;
 			break;
+		}
 		case O_OWNER:
 			if (!strcmp(optarg, "parent"))
 				o.owner_pid = getppid();

@@ -286,6 +286,9 @@ int ts_parse_duration_ms(const char *s, unsigned long long *ret)
 		return -EINVAL;
 	if (v < 0 || v * mul > 1e15)
 		return -ERANGE;
+	/* a positive duration never becomes 0 ms (0 often means "none") */
+	if (v > 0 && v * mul < 1.0)
+		return -ERANGE;
 	*ret = (unsigned long long)(v * mul);
 	return 0;
 }

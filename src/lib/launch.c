@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
@@ -149,6 +150,8 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 	struct ts_strv *a = &p->argv;
 	bool cg = false;
 	char why[512];
+	unsigned long long nproc;
+	struct rlimit rl;
 	int r = 0;
 
 	/* No core dumps: a crashing program must not write its memory into the workspace. */
@@ -169,8 +172,20 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 	/* RLIMIT_NPROC counts per user per user namespace (ucounts), so inside a fresh
 	 * namespace it bounds the sandbox's own processes: always set, it costs nothing.
 	 * A cgroup (13 ms to create on cgroup v1) only when a limit was asked for. */
+	nproc = pol->pids ? pol->pids : TS_DEFAULT_NPROC;
+	/* no one raises a hard limit from inside a user namespace: at most the caller's */
+	if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
+	    nproc > rl.rlim_max) {
+		if (pol->pids)
+			r |= ts_strv_pushf(
+				&p->warnings,
+				"RLIMIT_NPROC capped at this user's hard limit %llu, below "
+				"--pids %llu (ulimit -Hu)",
+				(unsigned long long)rl.rlim_max, pol->pids);
+		nproc = rl.rlim_max;
+	}
 	r |= ts_strv_push(a, "--rlimit");
-	r |= ts_strv_pushf(a, "nproc=%llu", pol->pids ? pol->pids : TS_DEFAULT_NPROC);
+	r |= ts_strv_pushf(a, "nproc=%llu", nproc);
 	if (pol->pids) {
 		if (cgroups_ok(p, "pids", why, sizeof(why))) {
 			r |= ts_strv_push(a, "--cgroup-pids");

@@ -21,6 +21,7 @@
 #define MEMORY_MIN (4ULL << 20)
 /* PID_MAX_LIMIT on 64-bit kernels: pids.max above it means nothing. */
 #define PIDS_MAX 4194304ULL
+#define CPUS_MIN 0.01
 #define CPUS_MAX 1024.0
 /* RLIMIT_NOFILE above fs.nr_open fails at setrlimit() time; INT_MAX bounds the fd type. */
 #define NOFILE_MAX ((unsigned long long)INT_MAX)
@@ -316,7 +317,8 @@ int ts_policy_parse_cpus(const char *s, double *ret)
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || *end || !(v > 0.0) || v > CPUS_MAX)
+	/* the kernel's smallest CFS quota is 1 ms per 100 ms period */
+	if (errno || *end || !(v >= CPUS_MIN) || v > CPUS_MAX)
 		return -ERANGE;
 	*ret = v;
 	return 0;

@@ -58,7 +58,7 @@ struct ts_policy {
  */
 #define TS_POLICY_WANT_MEMORY "a size of at least 4M, like 512M"
 #define TS_POLICY_WANT_PIDS "an integer from 1 to 4194304"
-#define TS_POLICY_WANT_CPUS "a number above 0 and at most 1024, like 1.5"
+#define TS_POLICY_WANT_CPUS "a number from 0.01 to 1024, like 1.5"
 int ts_policy_parse_memory(const char *s, unsigned long long *ret);
 int ts_policy_parse_pids(const char *s, unsigned long long *ret);
 int ts_policy_parse_cpus(const char *s, double *ret);

@@ -74,6 +74,37 @@ static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_
 	return out;
 }
 
+/* UTF-8 (as JSON needs) without control characters: what `ls` prints as it is. */
+static bool printable_utf8(const char *s, size_t len)
+{
+	json_t *j = json_stringn(s, len);
+
+	json_decref(j);
+	if (!j)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+bool ts_label_valid(const char *kv, char *why, size_t len)
+{
+	const char *eq = strchr(kv, '=');
+	size_t klen = eq ? (size_t)(eq - kv) : 0;
+
+	if (!eq || klen == 0)
+		snprintf(why, len, "want KEY=VALUE");
+	else if (klen > TS_LABEL_KEY_MAX || strlen(eq + 1) > TS_LABEL_VALUE_MAX)
+		snprintf(why, len, "KEY is at most %d bytes and VALUE at most %d", TS_LABEL_KEY_MAX,
+			 TS_LABEL_VALUE_MAX);
+	else if (!printable_utf8(kv, klen) || !printable_utf8(eq + 1, strlen(eq + 1)))
+		snprintf(why, len, "KEY and VALUE must be UTF-8 without control characters");
+	else
+		return true;
+	return false;
+}
+
 static char *labels_json(char **labels, struct ts_error *err)
 {
 	json_t *obj = json_object();
@@ -81,15 +112,15 @@ static char *labels_json(char **labels, struct ts_error *err)
 
 	for (char **l = labels; l && *l; l++) {
 		const char *eq = strchr(*l, '=');
-		char key[128];
+		char key[TS_LABEL_KEY_MAX + 1], why[128];
 
-		if (!eq || eq == *l || (size_t)(eq - *l) >= sizeof(key) || strlen(eq + 1) > 256) {
+		if (!ts_label_valid(*l, why, sizeof(why)) ||
+		    snprintf(key, sizeof(key), "%.*s", (int)(eq - *l), *l) < 0 ||
+		    json_object_set_new(obj, key, json_string(eq + 1)) < 0) {
 			json_decref(obj);
-			ts_err(err, -EINVAL, "bad label `%s`: want KEY=VALUE", *l);
+			ts_err(err, -EINVAL, "bad label `%s`: %s", *l, why);
 			return NULL;
 		}
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - *l), *l);
-		json_object_set_new(obj, key, json_string(eq + 1));
 	}
 	out = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(obj);

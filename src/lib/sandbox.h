@@ -31,6 +31,13 @@ struct ts_create_opts {
 	double cpus;
 };
 
+#define TS_LABEL_KEY_MAX 127
+#define TS_LABEL_VALUE_MAX 256
+
+/* A `--label KEY=VALUE`: KEY 1-127 bytes, VALUE at most 256, both UTF-8 without control
+ * characters. false with the reason in why. */
+bool ts_label_valid(const char *kv, char *why, size_t len);
+
 /* Create the sandbox, record it, start it. rec is filled. 0 or -errno. */
 int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec,
 		      struct ts_error *err);

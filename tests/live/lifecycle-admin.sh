@@ -77,6 +77,15 @@ is "$(state_of "$c")" stopped "so does inspect"
 # bad input changes nothing
 before=$(snapshot)
 ts ls --label bad 2>"$tmp/err"; is $? 2 "ls --label without = is a usage error"
+n_before=$(ts ls --json | py "len(d)")
+ts create --label $'k=\xff' 2>"$tmp/err" >/dev/null; is $? 2 "create --label with a value that is not UTF-8 is a usage error"
+grep -q "UTF-8" "$tmp/err"; t $? "... that says why: $(head -c 100 "$tmp/err")"
+ts create --label "$(printf 'k%.0s' $(seq 1 130))=v" 2>"$tmp/err" >/dev/null
+is $? 2 "create --label with a 130-byte key is a usage error"
+grep -q "at most 127 bytes" "$tmp/err"; t $? "... that names the limit"
+ts create --ttl 0.5 2>/dev/null >/dev/null; is $? 2 "create --ttl below 1s (not 0) is a usage error"
+ts create --cpus 0.001 2>/dev/null >/dev/null; is $? 2 "create --cpus below 0.01 is a usage error"
+is "$(ts ls --json | py "len(d)")" "$n_before" "and none of them created anything"
 grep -q 'bad --label' "$tmp/err"; t $? "and says which"
 ts ls --label =x 2>/dev/null; is $? 2 "ls --label with an empty key is a usage error"
 ts ls extra 2>/dev/null; is $? 2 "ls with an argument is a usage error"
