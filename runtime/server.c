@@ -409,7 +409,8 @@ static pid_t start_process(const struct ts_ids *ids, uid_t uid, char **argv, cha
 		_exit(126);
 	}
 	if (chdir(cwd) < 0) {
-		fprintf(stderr, "toren-sandbox: cd `%s`: %s\n", cwd, strerror(errno));
+		fprintf(stderr, "toren-sandbox: working directory `%s`: %s\n", cwd,
+			strerror(errno));
 		_exit(126);
 	}
 	environ = envp;

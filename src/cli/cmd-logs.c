@@ -21,26 +21,35 @@
 #include "util.h"
 
 /* Is proc still running? False when the sandbox is gone or does not know it. */
-static bool proc_running(struct ts_sandbox_rec *rec, unsigned long long proc)
+enum proc_state {
+	PROC_RUNNING,
+	PROC_ENDED,
+	SANDBOX_GONE
+};
+
+static enum proc_state proc_state(struct ts_sandbox_rec *rec, unsigned long long proc)
 {
 	struct ts_error err;
 	struct ts_proc_info *list = NULL;
 	size_t n = 0;
-	bool running = false;
+	enum proc_state state = PROC_ENDED;
 	int conn;
 
 	if (!ts_sandbox_running(rec))
-		return false;
+		return SANDBOX_GONE;
 	conn = ts_sandbox_connect(rec, &err);
 	if (conn < 0)
-		return false;
-	if (ts_procs_list(conn, &list, &n, &err) == 0)
+		return SANDBOX_GONE;
+	if (ts_procs_list(conn, &list, &n, &err) == 0) {
 		for (size_t i = 0; i < n; i++)
-			if (list[i].proc == proc)
-				running = list[i].running;
+			if (list[i].proc == proc && list[i].running)
+				state = PROC_RUNNING;
+	} else {
+		state = SANDBOX_GONE;
+	}
 	free(list);
 	close(conn);
-	return running;
+	return state;
 }
 
 static int copy_out(int fd)
@@ -63,6 +72,7 @@ int ts_cmd_logs(int argc, char **argv)
 	char path[4200], name[32];
 	unsigned long long proc;
 	bool follow = false;
+	enum proc_state ps;
 	size_t n_args = 0;
 	struct stat sb;
 	int code = 0;
@@ -112,8 +122,16 @@ int ts_cmd_logs(int argc, char **argv)
 			break;
 		if (!follow)
 			break;
-		if (!proc_running(&rec, proc)) {
+		ps = proc_state(&rec, proc);
+		if (ps != PROC_RUNNING) {
 			copy_out(fd); /* what came between the last read and the exit */
+			if (ps == SANDBOX_GONE) {
+				fprintf(stderr,
+					"toren-sandbox logs: sandbox `%s` stopped while following "
+					"process %llu\n",
+					rec.id, proc);
+				code = 1;
+			}
 			break;
 		}
 		usleep(100000);

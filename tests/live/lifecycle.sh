@@ -98,6 +98,15 @@ is "$(ts logs "$id" "$lp" 2>/dev/null)" before-restart "a background process's l
 np=$(ts exec -d "$id" -- true)
 [ -n "$np" ] && [ -n "$lp" ] && [ "$np" -gt "$lp" ]; t $? "a process after the restart gets a higher id ($np > $lp)"
 
+# logs -f of a process whose sandbox stops under it: status 1 and a message, not 0
+lp=$(ts exec -d "$id" -- sleep 60)
+ts logs -f "$id" "$lp" >/dev/null 2>"$tmp/logs-err" & lf=$!
+sleep 0.5
+ts stop "$id" >/dev/null
+wait "$lf"; is "$?" 1 "logs -f ends with status 1 when the sandbox stops first"
+grep -q "stopped while following" "$tmp/logs-err"; t $? "... and says so"
+ts start "$id" >/dev/null
+
 # concurrent starts of a stopped sandbox build one init (a lock serialises them); the
 # listening control sockets are counted in /proc/net/unix, where a second init's would
 # show even after its path was taken over
