@@ -87,6 +87,25 @@ static int move_high(int *fd, struct ts_error *err)
 	return 0;
 }
 
+/*
+ * The kernel clears the parent-death signal whenever our effective or file-system ids
+ * change, which setting the sandbox's ids does when they map to another host id (a
+ * sandbox started by root): set it again after each change, then make sure the helper did
+ * not die in between (its end of the sync socket is open until we execute init).
+ */
+static int rearm_parent_death(const struct ts_helper_ctx *ctx, int sync_sock, struct ts_error *err)
+{
+	struct pollfd p = { .fd = sync_sock, .events = POLLRDHUP };
+
+	if (ctx->detach)
+		return 0;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return ts_err_errno(err, -errno, "set parent-death signal");
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return ts_err(err, -ESRCH, "the helper is gone");
+	return 0;
+}
+
 static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int sync_sock,
 		      int prog_fd, bool setuid_mode, struct ts_error *err)
 {
@@ -123,6 +142,9 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 
 	setup_ids(ctx, &uid, &gid);
 	r = ts_proc_set_ids(uid, gid, err);
+	if (r < 0)
+		return r;
+	r = rearm_parent_death(ctx, sync_sock, err);
 	if (r < 0)
 		return r;
 	/* From here on, other processes of the same user cannot ptrace us or open our
@@ -162,6 +184,9 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	if (r < 0)
 		return r;
 	r = ts_proc_set_ids(ctx->uid, ctx->gid, err);
+	if (r < 0)
+		return r;
+	r = rearm_parent_death(ctx, sync_sock, err);
 	if (r < 0)
 		return r;
 	r = ctx->init_setid ? ts_caps_keep_setid(err) : ts_caps_clear(err);

@@ -38,6 +38,8 @@
 #define TS_FD_SYNC 11
 #define TS_FD_CONTROL 12
 #define TS_FD_LOGS 13
+/* a --dry-run line redirects the filter itself: a single digit, which every sh accepts */
+#define TS_FD_SECCOMP_DRY 3
 
 #define TS_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define TS_PROTECT_MAX_ENTRIES 1000000
@@ -350,7 +352,7 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 	if ((r = build_limits(p, o, err)) < 0)
 		return r;
 	r |= ts_strv_push(a, "--seccomp");
-	r |= ts_strv_pushf(a, "%d", TS_FD_SECCOMP);
+	r |= ts_strv_pushf(a, "%d", o->dry_run ? TS_FD_SECCOMP_DRY : TS_FD_SECCOMP);
 	if (!o->dry_run) {
 		/* a pasted --dry-run line has no caller to report to */
 		r |= ts_strv_push(a, "--sync-fd");
@@ -587,8 +589,11 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 			continue; /* inside the workspace bind */
 		snprintf(mp, sizeof(mp), "%s/upper%s", p->dir, dst);
 		if (stat(o->policy->ro_binds[i].src, &bst) < 0)
-			return ts_err_errno(err, -errno, "bind source `%s`",
-					    o->policy->ro_binds[i].src);
+			return ts_err_errno(
+				err, -errno, "%s%sro_binds source `%s`",
+				o->policy->ro_binds[i].origin ? o->policy->ro_binds[i].origin : "",
+				o->policy->ro_binds[i].origin ? ": " : "",
+				o->policy->ro_binds[i].src);
 		if (S_ISDIR(bst.st_mode))
 			r = ts_mkdir_p(AT_FDCWD, mp, 0755);
 		else {
@@ -633,10 +638,11 @@ dirs_done:
 			ts_strv_pushf(
 				&p->warnings,
 				"workspace `%s` is owned by uid %u; the sandbox user is host "
-				"uid %lu and cannot write it unless you `chown -R %lu:%lu` it "
-				"(host root is never mapped into a sandbox)",
+				"uid %lu and cannot write it unless you `chown -R %lu:%lu` it%s",
 				p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid,
-				p->idmap.user_uid, p->idmap.user_gid);
+				p->idmap.user_uid, p->idmap.user_gid,
+				wst.st_uid == 0 ? " (host root is never mapped into a sandbox)"
+						: "");
 	} else {
 		if (ts_path_join(p->workspace, sizeof(p->workspace), p->dir, "workspace") < 0)
 			return ts_err(err, -ENAMETOOLONG, "workspace path too long");
@@ -696,7 +702,7 @@ static void print_dry_run(const struct ts_prepared *p)
 		printf(" %s", q);
 	}
 	ts_shell_quote(p->bpf, q, sizeof(q));
-	printf(" %d<%s\n", TS_FD_SECCOMP, q);
+	printf(" %d<%s\n", TS_FD_SECCOMP_DRY, q);
 }
 
 /* The helper could not create the namespaces: say why in the host's terms, with the fix

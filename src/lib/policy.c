@@ -66,6 +66,7 @@ void ts_policy_free(struct ts_policy *p)
 	for (size_t i = 0; i < p->n_ro_binds; i++) {
 		free(p->ro_binds[i].src);
 		free(p->ro_binds[i].dst);
+		free(p->ro_binds[i].origin);
 	}
 	free(p->ro_binds);
 	for (size_t i = 0; i < p->n_protected; i++)
@@ -291,7 +292,8 @@ int ts_policy_parse_pids(const char *s, unsigned long long *ret)
 {
 	int r = starts_digit(s) ? ts_parse_ull(s, ret) : -EINVAL;
 
-	return r == 0 && (*ret < 1 || *ret > PIDS_MAX) ? -ERANGE : r;
+	/* init and the command are two processes already */
+	return r == 0 && (*ret < 2 || *ret > PIDS_MAX) ? -ERANGE : r;
 }
 
 /* "1", "1.5", "0.25": no sign, exponent, hex, inf or nan. */
@@ -467,6 +469,9 @@ static int env_item(struct loader *l)
 	r = scalar(l, "env", &s);
 	if (r < 0)
 		return r;
+	if (p->n_env >= TS_POLICY_MAX_ENV)
+		return lerr(l, &l->ev.start_mark, -E2BIG, "more than %d entries in `env`",
+			    TS_POLICY_MAX_ENV);
 	/* Quote only the name: the value may be a secret (a token in an index URL). */
 	n = env_name_len(s);
 	if (!env_name_valid(s, n))
@@ -542,7 +547,7 @@ static int bind_item(struct loader *l)
 	static const char *const keys[] = { "src", "dst" };
 	struct ts_policy *p = l->p;
 	yaml_mark_t start = l->ev.start_mark;
-	_cleanup_free_ char *src = NULL, *dst = NULL;
+	_cleanup_free_ char *src = NULL, *dst = NULL, *origin = NULL;
 	unsigned seen = 0;
 	int r;
 
@@ -572,10 +577,12 @@ static int bind_item(struct loader *l)
 	if (!src || !dst)
 		return lerr(l, &start, -EINVAL, "missing `%s` in `ro_binds` entry",
 			    !src ? "src" : "dst");
-	if (grow((void **)&p->ro_binds, &l->cap_binds, p->n_ro_binds, sizeof(*p->ro_binds)) < 0)
+	if (grow((void **)&p->ro_binds, &l->cap_binds, p->n_ro_binds, sizeof(*p->ro_binds)) < 0 ||
+	    asprintf(&origin, "`%s`:%zu", l->path, start.line + 1) < 0)
 		return nomem(l);
 	p->ro_binds[p->n_ro_binds].src = TAKE_PTR(src);
 	p->ro_binds[p->n_ro_binds].dst = TAKE_PTR(dst);
+	p->ro_binds[p->n_ro_binds].origin = TAKE_PTR(origin);
 	p->n_ro_binds++;
 	return 0;
 }

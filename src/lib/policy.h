@@ -30,9 +30,13 @@
  * Unknown keys and bad values are errors naming the file, line and key.
  */
 
+/* env entries per policy file: the sandbox's whole environment is at most 4096 */
+#define TS_POLICY_MAX_ENV 1024
+
 struct ts_bind {
 	char *src;
 	char *dst;
+	char *origin; /* "`FILE`:LINE" of the entry, for messages about it later */
 };
 
 struct ts_policy {
@@ -57,7 +61,7 @@ struct ts_policy {
  * what a good value looks like, for error messages.
  */
 #define TS_POLICY_WANT_MEMORY "a size of at least 4M, like 512M"
-#define TS_POLICY_WANT_PIDS "an integer from 1 to 4194304"
+#define TS_POLICY_WANT_PIDS "an integer from 2 to 4194304"
 #define TS_POLICY_WANT_CPUS "a number from 0.01 to 1024, like 1.5"
 int ts_policy_parse_memory(const char *s, unsigned long long *ret);
 int ts_policy_parse_pids(const char *s, unsigned long long *ret);

@@ -63,6 +63,17 @@ is "$(stat -c %u "$ws/out.txt" 2>/dev/null)" "$(stat -c %u "$ws")" "workspace fi
 out=$(printf 'line1\nline2\n' | run -- sh -c 'wc -l')
 is "$(echo $out)" 2 "stdin is streamed in"
 
+# kill -9 of the CLI: the helper dies with it and the sandbox with the helper (the
+# parent-death signal survives the change to the sandbox's ids, which a sandbox
+# started by root makes)
+pmark="ts-pdeath-$$"
+"$cli" run -- bash -c "exec -a $pmark sleep 60" & cpid=$!
+for _ in $(seq 1 50); do pgrep -f "^$pmark" >/dev/null && break; sleep 0.1; done
+pgrep -f "^$pmark" >/dev/null; t $? "the command runs (control)"
+kill -9 "$cpid"; wait "$cpid" 2>/dev/null
+for _ in $(seq 1 30); do pgrep -f "^$pmark" >/dev/null || break; sleep 0.1; done
+pgrep -f "^$pmark" >/dev/null; [ $? = 1 ]; t $? "kill -9 of the CLI ends the sandbox: no process left"
+
 # timeout kills the whole tree
 marker="ts-basics-$$-$RANDOM"
 start=$(date +%s)
@@ -151,6 +162,12 @@ run --image /nonexistent -- true 2>/dev/null; is $? 125 "a missing --image fails
 printf 'version: 1\nlimits:\n  pids: 10\n  memroy: 5M\n' >"$tmp/bad.yaml"
 run --policy "$tmp/bad.yaml" -- true 2>"$tmp/err"; is $? 125 "a bad policy file fails"
 grep -q 'bad.yaml`:4:.*memroy' "$tmp/err"; t $? "the error names file, line and key ($(head -c 200 "$tmp/err"))"
+printf 'version: 1\nro_binds:\n  - src: /nonexistent-%s\n    dst: /mnt/x\n' "$$" >"$tmp/nosrc.yaml"
+run --policy "$tmp/nosrc.yaml" -- true 2>"$tmp/err"; is $? 125 "a policy binding a missing source fails"
+grep -q 'nosrc.yaml`:3: ro_binds source' "$tmp/err"; t $? "... naming the file and line of the entry ($(head -c 160 "$tmp/err"))"
+python3 -c "print('version: 1\nenv:'); [print('  - V%d=1' % i) for i in range(1100)]" >"$tmp/manyenv.yaml"
+run --policy "$tmp/manyenv.yaml" -- true 2>"$tmp/err"; is $? 125 "a policy with more than 1024 env entries fails"
+grep -q 'manyenv.yaml`:1027: more than 1024 entries' "$tmp/err"; t $? "... at the entry past the limit ($(head -c 160 "$tmp/err"))"
 printf 'limits:\n  pids: 5\n' >"$tmp/good.yaml"
 out=$(run --policy "$tmp/good.yaml" -- python3 -c "$forks" 8)
 [ "${out:-99}" -lt 8 ] 2>/dev/null; t $? "a policy file's limits apply (started $out of 8 with pids: 5)"
@@ -160,6 +177,8 @@ out=$(run --policy "$tmp/good.yaml" -- python3 -c "$forks" 8)
 grep -q 'toren-sandbox-helper' "$tmp/dry"; t $? "--dry-run prints the helper command line"
 out=$(timeout 30 bash "$tmp/dry"); st=$?
 is "$out:$st" "dry-ok:5" "the printed line runs the command in a sandbox by hand"
+out=$(timeout 30 sh "$tmp/dry"); st=$?
+is "$out:$st" "dry-ok:5" "... also in a POSIX sh (dash)"
 
 # the helper never maps the id that is root in its parent namespace (NS-14): refused
 # before anything is created, for a single id and inside a range

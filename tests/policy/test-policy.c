@@ -112,6 +112,9 @@ static void test_full(void)
 		   !strcmp(p.ro_binds[1].src, "/usr/share/dict") &&
 		   !strcmp(p.ro_binds[1].dst, "/srv/dict"),
 	   "ro_binds: flow and block entries");
+	ok(p.n_ro_binds == 2 && p.ro_binds[0].origin && strstr(p.ro_binds[0].origin, "`:") &&
+		   p.ro_binds[1].origin && strcmp(p.ro_binds[0].origin, p.ro_binds[1].origin),
+	   "ro_binds: each entry remembers its file and line");
 	ok(p.n_protected == 3 && !strcmp(p.protected_patterns[0], ".env") &&
 		   !strcmp(p.protected_patterns[1], "*.pem") &&
 		   !strcmp(p.protected_patterns[2], "id_*"),
@@ -301,7 +304,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fixtures = argv[1];
-	plan((int)n_bad + 11 + 1 + 3 + 8 + 3 + 4 + 6 + 1);
+	plan((int)n_bad + 11 + 1 + 3 + 8 + 3 + 4 + 6 + 1 + 1);
 	for (size_t i = 0; i < n_bad; i++)
 		test_bad(&bad_cases[i]);
 	test_full();
