@@ -219,18 +219,6 @@ json_t *ts_admin_rec_json(const struct ts_sandbox_rec *rec, const struct ts_admi
 	return j;
 }
 
-bool ts_admin_label_valid(const char *kv)
-{
-	const char *eq = strchr(kv, '=');
-
-	if (!eq || eq == kv || eq - kv >= 128)
-		return false;
-	for (const char *p = kv; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return false;
-	return true;
-}
-
 bool ts_admin_labels_match(const char *labels, char *const *filters, size_t n)
 {
 	json_t *j = json_loads(labels ? labels : "{}", 0, NULL);

@@ -55,9 +55,6 @@ json_t *ts_admin_rec_json(const struct ts_sandbox_rec *rec, const struct ts_admi
  * a directory the user gave with --workspace? */
 bool ts_admin_own_workspace(const struct ts_sandbox_rec *rec);
 
-/* Is "KEY=VALUE" well formed (a KEY of 1..127 characters without control characters)? */
-bool ts_admin_label_valid(const char *kv);
-
 /* Does the labels JSON object hold every KEY=VALUE of filters? */
 bool ts_admin_labels_match(const char *labels, char *const *filters, size_t n);
 

@@ -8,13 +8,28 @@
 #include <strings.h>
 
 #include "cleanup.h"
+#include "files.h"
 #include "paths.h"
+#include "sandbox.h"
 #include "util.h"
 
 void ts_cli_error(const char *cmd, const struct ts_error *err)
 {
 	fprintf(stderr, "toren-sandbox %s: %s\n", cmd,
 		err->msg[0] ? err->msg : strerror(err->code));
+}
+
+bool ts_cli_label_ok(const char *cmd, const char *kv)
+{
+	char why[128], shown[64];
+
+	if (ts_label_valid(kv, why, sizeof(why)))
+		return true;
+	/* shown as given, but never raw control characters to the terminal */
+	snprintf(shown, sizeof(shown), "%s", kv);
+	ts_files_sanitize(shown);
+	fprintf(stderr, "toren-sandbox %s: bad --label `%s`: %s\n", cmd, shown, why);
+	return false;
 }
 
 int ts_cli_lookup(const char *cmd, const char *ref, struct ts_store **st,

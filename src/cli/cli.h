@@ -10,6 +10,9 @@
 /* Print "toren-sandbox CMD: MSG" to stderr. */
 void ts_cli_error(const char *cmd, const struct ts_error *err);
 
+/* Is a `--label KEY=VALUE` well formed (ts_label_valid)? If not, say why on stderr. */
+bool ts_cli_label_ok(const char *cmd, const char *kv);
+
 /* Open the store and resolve ref (id, name or id prefix). On failure prints the error and
  * returns -errno; on success the caller owns *st (ts_store_close) and rec
  * (ts_sandbox_rec_free). */

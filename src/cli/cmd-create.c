@@ -131,26 +131,16 @@ int ts_cmd_create(int argc, char **argv)
 		case O_TTL_ABS:
 			o.ttl_absolute = true;
 			break;
-		case O_LABEL: {
-			char why[128];
-
-			if (n_labels >= MAX_LIST)
-				snprintf(why, sizeof(why), "at most %d labels", MAX_LIST);
-			if (n_labels >= MAX_LIST || !ts_label_valid(optarg, why, sizeof(why))) {
-				/* shown as given, but never raw control characters to the tty */
-				char shown[64];
-
-				snprintf(shown, sizeof(shown), "%s", optarg);
-				for (char *p = shown; *p; p++)
-					if ((unsigned char)*p < 0x20 || *p == 0x7f)
-						*p = '?';
-				fprintf(stderr, "toren-sandbox create: bad --label `%s`: %s\n",
-					shown, why);
+		case O_LABEL:
+			if (n_labels >= MAX_LIST) {
+				fprintf(stderr, "toren-sandbox create: at most %d --label\n",
+					MAX_LIST);
 				return 2;
 			}
+			if (!ts_cli_label_ok("create", optarg))
+				return 2;
 			labels[n_labels++] = optarg;
 			break;
-		}
 		case O_OWNER:
 			if (!strcmp(optarg, "parent"))
 				o.owner_pid = getppid();

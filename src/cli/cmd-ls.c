@@ -134,12 +134,8 @@ int ts_cmd_ls(int argc, char **argv)
 			json = true;
 			break;
 		case O_LABEL:
-			if (!ts_admin_label_valid(optarg)) {
-				fprintf(stderr,
-					"toren-sandbox ls: bad --label `%s`: want KEY=VALUE\n",
-					optarg);
+			if (!ts_cli_label_ok("ls", optarg))
 				return 2;
-			}
 			if (n_filters == MAX_LABELS) {
 				fprintf(stderr, "toren-sandbox ls: at most %d --label\n",
 					MAX_LABELS);

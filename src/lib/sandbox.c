@@ -127,6 +127,14 @@ static char *labels_json(char **labels, struct ts_error *err)
 	return out;
 }
 
+/* Was the sandbox created with `--user root`? */
+static bool spec_user_root(json_t *spec)
+{
+	const char *user = json_string_value(json_object_get(spec, "user"));
+
+	return user && !strcmp(user, "root");
+}
+
 /* The run options and policy a record's spec describes. */
 static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *o,
 			  struct ts_policy *pol, struct ts_paths *paths, char *image,
@@ -172,8 +180,7 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 		snprintf(image, image_len, "%s", json_string_value(v));
 		o->image = image;
 	}
-	o->as_root = json_is_string(json_object_get(spec, "user")) &&
-		     !strcmp(json_string_value(json_object_get(spec, "user")), "root");
+	o->as_root = spec_user_root(spec);
 	if (json_is_false(json_object_get(spec, "own_workspace")))
 		o->workspace = rec->workspace;
 	o->policy = pol;
@@ -211,13 +218,10 @@ static void end_unrecorded_init(const struct ts_sandbox_rec *rec)
 {
 	struct ts_error ignore;
 	int fd = ts_sandbox_connect(rec, &ignore);
-	struct ts_ctl_msg m = { 0 };
 
 	if (fd < 0)
 		return;
-	ts_ctl_msg_init(&m, TS_CTL_SHUTDOWN, 1);
-	ts_ctl_send(fd, &m, NULL, 0);
-	ts_ctl_msg_free(&m);
+	ts_ctl_send_simple(fd, TS_CTL_SHUTDOWN, 1);
 	close(fd);
 	for (int i = 0; i < (TS_STOP_WAIT_MS + 2500) / 20; i++) {
 		fd = ts_sandbox_connect(rec, &ignore);
@@ -465,11 +469,7 @@ int ts_sandbox_stop(struct ts_store *st, struct ts_sandbox_rec *rec, unsigned gr
 		int fd = ts_sandbox_connect(rec, &ignore);
 
 		if (fd >= 0) {
-			struct ts_ctl_msg m = { 0 };
-
-			ts_ctl_msg_init(&m, TS_CTL_SHUTDOWN, 1);
-			ts_ctl_send(fd, &m, NULL, 0);
-			ts_ctl_msg_free(&m);
+			ts_ctl_send_simple(fd, TS_CTL_SHUTDOWN, 1);
 			close(fd);
 		} else {
 			ts_pidfd_send_signal(pidfd, SIGTERM, NULL, 0);
@@ -501,8 +501,7 @@ int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err)
 	if (ts_sandbox_running(rec))
 		return 0;
 	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
-	spec_root = spec && json_is_string(json_object_get(spec, "user")) &&
-		    !strcmp(json_string_value(json_object_get(spec, "user")), "root");
+	spec_root = spec && spec_user_root(spec);
 	json_decref(spec);
 	r = ts_idmap_plan(&plan, spec_root, err);
 	if (r < 0)
