@@ -5,9 +5,10 @@
  * It starts the program, forwards signals that come from outside the sandbox to the
  * program's process group, reaps every process that ends up re-parented to it, and when
  * the program exits, kills what is left and exits with the program's status (128+N when
- * the program was killed by signal N). Signals sent from inside the sandbox are ignored:
- * the kernel already never delivers SIGKILL/SIGSTOP from inside to a namespace's init,
- * and the rest arrive through our signalfd with a non-zero sender pid, which we drop.
+ * the program was killed by signal N). Signals from inside the sandbox are ignored: the
+ * kernel already never delivers SIGKILL/SIGSTOP from inside to a namespace's init, and
+ * the rest arrive through our signalfd, where only those provably sent from outside are
+ * acted on (sigorigin.h).
  *
  * Usage: toren-sandbox-init [--pty] [--] PROGRAM [ARG...]
  *        toren-sandbox-init --server [--protect-pattern GLOB]...   (durable sandboxes,
@@ -32,6 +33,7 @@
 #include "error.h"
 #include "pty.h"
 #include "server.h"
+#include "sigorigin.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -77,9 +79,9 @@ static void on_signal(struct ts_init *in, const struct signalfd_siginfo *si)
 		reap(in);
 		return;
 	}
-	/* ssi_pid is 0 only for senders outside our pid namespace: the helper or the CLI.
-	 * Anything a process inside sends to PID 1 is dropped. */
-	if (si->ssi_pid != 0 || in->child_done)
+	/* Only what the helper or the CLI sends is forwarded; anything a process inside
+	 * sends to PID 1, or has the kernel send, is dropped (sigorigin.h). */
+	if (!ts_signal_from_outside(si) || in->child_done)
 		return;
 	if (si->ssi_signo == SIGWINCH && in->use_pty)
 		ts_pty_sync_winsize(&in->pty, STDIN_FILENO);
@@ -163,6 +165,9 @@ int main(int argc, char **argv)
 		printf("toren-sandbox-init %s\n", TS_VERSION);
 		return 0;
 	}
+	/* Whatever the helper's caller ignored (an ignored SIGCHLD reaps our children
+	 * before we see them exit) or blocked is not ours. */
+	ts_signals_reset();
 	/* Processes of the same uid inside must not ptrace us or read our memory. */
 	prctl(PR_SET_DUMPABLE, 0);
 	/* We run from a sealed memfd: name ourselves rather than show "memfd:...". */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 #include "files.h"
 #include "ids.h"
 #include "pty.h"
+#include "sigorigin.h"
 #include "syscall.h"
 #include "util.h"
 
@@ -35,6 +37,7 @@ extern char **environ;
 #define TS_MAX_ENV 1024
 #define TS_MAX_ARGS 4096
 #define TS_SHUTDOWN_GRACE_MS 2000
+#define TS_ACCEPT_BACKOFF_MS 100 /* listening paused after accept ran out of fds */
 
 struct ts_proc {
 	uint64_t id;
@@ -76,6 +79,14 @@ struct ts_server {
 	uint64_t next_id;
 	unsigned long long last_activity; /* CLOCK_MONOTONIC ms */
 	bool shutting_down;
+	/* CLOCK_MONOTONIC ms until which the listening socket is left alone (0: listen).
+	 * accept() failing for want of fds or memory leaves the connection queued, so the
+	 * socket stays readable: polling it at once again would spin. */
+	unsigned long long accept_paused_until;
+	/* the RLIMIT_NOFILE the sandbox was given: init raises its own soft limit to the
+	 * hard one (every background process holds a pipe and a log here), processes it
+	 * starts get this one back */
+	struct rlimit nofile;
 };
 
 static long long realtime_ms(void)
@@ -92,6 +103,17 @@ static struct ts_proc *find_proc(struct ts_server *s, uint64_t id)
 		if (s->procs[i].id == id)
 			return &s->procs[i];
 	return NULL;
+}
+
+/* No writer is left (or the record goes): the pipe and the log are done with. Every
+ * `exec -d` would otherwise keep its log open for as long as init runs. */
+static void close_output(struct ts_proc *p)
+{
+	if (p->out_fd >= 0)
+		close(p->out_fd);
+	if (p->log_fd >= 0)
+		close(p->log_fd);
+	p->out_fd = p->log_fd = -1;
 }
 
 /* Clients at work: one per live process a client waits for, one per file worker (a long
@@ -129,6 +151,8 @@ static void trim_finished(struct ts_server *s)
 				oldest = i;
 		if (oldest == s->n_procs)
 			break;
+		/* a survivor of its group may still hold the pipe: the record's fds go too */
+		close_output(&s->procs[oldest]);
 		s->procs[oldest] = s->procs[--s->n_procs];
 		finished--;
 	}
@@ -161,10 +185,8 @@ static void drain(struct ts_proc *p)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			if (n == 0 || errno != EAGAIN) {
-				close(p->out_fd);
-				p->out_fd = -1;
-			}
+			if (n == 0 || errno != EAGAIN)
+				close_output(p);
 			return;
 		}
 		if (p->log_fd < 0 || p->log_truncated)
@@ -368,7 +390,7 @@ static void strv_free(char **v)
 	free(v);
 }
 
-static pid_t start_process(const struct ts_ids *ids, uid_t uid, char **argv, char **envp,
+static pid_t start_process(const struct ts_server *s, uid_t uid, char **argv, char **envp,
 			   const char *cwd, const int stdio[3], int pty_slave, int *err_out)
 {
 	pid_t pid = fork();
@@ -381,21 +403,15 @@ static pid_t start_process(const struct ts_ids *ids, uid_t uid, char **argv, cha
 	/* child: init's signal mask and dispositions do not belong here */
 	int r;
 
-	{
-		sigset_t none;
-
-		sigemptyset(&none);
-		for (int sig = 1; sig < NSIG; sig++)
-			signal(sig, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-	}
+	ts_signals_reset();
 	if (pty_slave >= 0) {
 		if (setsid() < 0 || ioctl(pty_slave, TIOCSCTTY, 0) < 0)
 			_exit(126);
 		if (dup2(pty_slave, 0) < 0 || dup2(pty_slave, 1) < 0 || dup2(pty_slave, 2) < 0)
 			_exit(126);
 	} else {
-		if (setpgid(0, 0) < 0)
+		/* a session of its own, never init's (spawn.c says why) */
+		if (setsid() < 0)
 			_exit(126);
 		for (int i = 0; i < 3; i++)
 			if (dup2(stdio[i], i) < 0)
@@ -403,8 +419,10 @@ static pid_t start_process(const struct ts_ids *ids, uid_t uid, char **argv, cha
 	}
 	/* nothing of init's (sockets, logs directory, other processes' pipes) follows */
 	ts_close_range(3, ~0U, 0);
+	if (s->nofile.rlim_max)
+		setrlimit(RLIMIT_NOFILE, &s->nofile);
 	/* init's capabilities (if any) end here, whoever the process runs as */
-	if ((r = ts_ids_become(ids, uid)) < 0) {
+	if ((r = ts_ids_become(&s->ids, uid)) < 0) {
 		fprintf(stderr, "toren-sandbox: become uid %u: %s\n", (unsigned)uid, strerror(-r));
 		_exit(126);
 	}
@@ -506,7 +524,7 @@ static void handle_spawn(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 			goto out;
 		}
 	}
-	pid = start_process(&s->ids, as, argv, envp, cwd, stdio, pty.slave, &e);
+	pid = start_process(s, as, argv, envp, cwd, stdio, pty.slave, &e);
 	if (pid < 0) {
 		ts_ctl_send_error(fd, req->id, e, "fork: %s", strerror(e));
 		goto out;
@@ -681,10 +699,19 @@ static void handle_file(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* only this connection: not the listener, the logs, other clients or pipes */
-		for (int i = 0; i < TS_MAX_CONNS; i++)
-			if (i != ci && s->conns[i].fd >= 0)
+		/* only this connection: not the listener, the logs, other clients (nor the
+		 * fds their half-received messages hold) or pipes */
+		for (int i = 0; i < TS_MAX_CONNS; i++) {
+			if (s->conns[i].fd < 0)
+				continue;
+			ts_ctl_conn_free(&s->conns[i].rx);
+			if (i != ci)
 				close(s->conns[i].fd);
+		}
+		/* no file operation takes descriptors: any sent with the request go */
+		for (size_t k = 0; k < req->n_fds; k++)
+			close(req->fds[k]);
+		req->n_fds = 0;
 		close(s->cfg->listen_fd);
 		close(s->cfg->logs_fd);
 		close(s->sfd);
@@ -785,8 +812,12 @@ static void accept_all(struct ts_server *s)
 		int fd = accept4(s->cfg->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		int i;
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				s->accept_paused_until = ts_now_ms() + TS_ACCEPT_BACKOFF_MS;
 			return;
+		}
 		for (i = 0; i < TS_MAX_CONNS && s->conns[i].fd >= 0; i++)
 			;
 		if (i == TS_MAX_CONNS) {
@@ -820,14 +851,24 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 	if (s.sfd < 0)
 		return 125;
 	fcntl(cfg->listen_fd, F_SETFL, O_NONBLOCK);
+	if (getrlimit(RLIMIT_NOFILE, &s.nofile) == 0 && s.nofile.rlim_cur < s.nofile.rlim_max) {
+		struct rlimit raised = { s.nofile.rlim_max, s.nofile.rlim_max };
+
+		setrlimit(RLIMIT_NOFILE, &raised);
+	}
 
 	while (!s.shutting_down) {
 		nfds_t n = 0;
+		int timeout;
 
 		pfd[n] = (struct pollfd){ .fd = s.sfd, .events = POLLIN };
 		map[n++] = -1;
-		pfd[n] = (struct pollfd){ .fd = cfg->listen_fd, .events = POLLIN };
-		map[n++] = -2;
+		if (s.accept_paused_until && ts_now_ms() >= s.accept_paused_until)
+			s.accept_paused_until = 0;
+		if (!s.accept_paused_until) {
+			pfd[n] = (struct pollfd){ .fd = cfg->listen_fd, .events = POLLIN };
+			map[n++] = -2;
+		}
 		for (int i = 0; i < TS_MAX_CONNS; i++)
 			if (s.conns[i].fd >= 0) {
 				pfd[n] = (struct pollfd){ .fd = s.conns[i].fd, .events = POLLIN };
@@ -839,7 +880,9 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 							  .events = POLLIN };
 				map[n++] = -3 - (int)i;
 			}
-		if (poll(pfd, n, -1) < 0 && errno != EINTR)
+		timeout = s.accept_paused_until ? (int)(s.accept_paused_until - ts_now_ms() + 1)
+						: -1;
+		if (poll(pfd, n, timeout) < 0 && errno != EINTR)
 			return 125;
 		for (nfds_t k = 0; k < n; k++) {
 			if (!pfd[k].revents)
@@ -851,7 +894,7 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 					if (si.ssi_signo == SIGCHLD)
 						reap(&s);
 					/* from outside the sandbox only: the host asks us to stop */
-					else if (si.ssi_pid == 0 &&
+					else if (ts_signal_from_outside(&si) &&
 						 (si.ssi_signo == SIGTERM ||
 						  si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP))
 						s.shutting_down = true;

@@ -9,6 +9,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "util.h"
+
 extern char **environ;
 
 /* Without a pty: posix_spawn, which glibc implements with a vfork-style clone (no page
@@ -23,10 +25,12 @@ static pid_t spawn_plain(char **argv, struct ts_error *err)
 	sigemptyset(&empty);
 	sigfillset(&all);
 	posix_spawnattr_init(&attr);
-	posix_spawnattr_setpgroup(&attr, 0);
 	posix_spawnattr_setsigmask(&attr, &empty);
 	posix_spawnattr_setsigdefault(&attr, &all);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+	/* A session (and process group) of its own: nothing but init is ever in init's
+	 * session, so no process can join init's process group 1 and reach init through
+	 * it (setpriority(PRIO_PGRP, 0), ioprio_set(IOPRIO_WHO_PGRP, 0)). */
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
 						POSIX_SPAWN_SETSIGDEF);
 	r = posix_spawnp(&pid, argv[0], NULL, &attr, argv, environ);
 	posix_spawnattr_destroy(&attr);
@@ -40,7 +44,6 @@ static pid_t spawn_plain(char **argv, struct ts_error *err)
 
 pid_t ts_spawn(char **argv, int pty_slave, struct ts_error *err)
 {
-	sigset_t empty;
 	pid_t pid;
 
 	if (pty_slave < 0)
@@ -52,10 +55,7 @@ pid_t ts_spawn(char **argv, int pty_slave, struct ts_error *err)
 	if (pid > 0)
 		return pid;
 
-	sigemptyset(&empty);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &empty, NULL);
+	ts_signals_reset();
 	if (pty_slave >= 0) {
 		if (setsid() < 0 || ioctl(pty_slave, TIOCSCTTY, 0) < 0 || dup2(pty_slave, 0) < 0 ||
 		    dup2(pty_slave, 1) < 0 || dup2(pty_slave, 2) < 0) {
@@ -65,8 +65,8 @@ pid_t ts_spawn(char **argv, int pty_slave, struct ts_error *err)
 		}
 		if (pty_slave > 2)
 			close(pty_slave);
-	} else if (setpgid(0, 0) < 0) {
-		fprintf(stderr, "toren-sandbox-init: setpgid: %s\n", strerror(errno));
+	} else if (setsid() < 0) {
+		fprintf(stderr, "toren-sandbox-init: setsid: %s\n", strerror(errno));
 		_exit(126);
 	}
 	execvp(argv[0], argv);

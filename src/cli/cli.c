@@ -27,7 +27,7 @@ bool ts_cli_label_ok(const char *cmd, const char *kv)
 		return true;
 	/* shown as given, but never raw control characters to the terminal */
 	snprintf(shown, sizeof(shown), "%s", kv);
-	ts_files_sanitize(shown);
+	ts_sanitize_text(shown);
 	fprintf(stderr, "toren-sandbox %s: bad --label `%s`: %s\n", cmd, shown, why);
 	return false;
 }

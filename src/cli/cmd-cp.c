@@ -163,7 +163,7 @@ static int copy_out(struct ts_copy *c, const char *src, const char *dst, struct 
 	int r;
 
 	if (!strcmp(dst, "-"))
-		return ts_files_read_to_fd(c->conn, src, STDOUT_FILENO, err);
+		return ts_files_read_to_fd(c->conn, src, STDOUT_FILENO, "standard output", err);
 	if (lstat(dst, &st) == 0 && S_ISLNK(st.st_mode)) {
 		if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
 			return ts_err(err, -ELOOP,

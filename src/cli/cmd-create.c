@@ -79,7 +79,7 @@ int ts_cmd_create(int argc, char **argv)
 	size_t n_env = 0, n_labels = 0;
 	unsigned long long v;
 	bool verbose = false;
-	int c;
+	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+e:vh", longopts, NULL)) != -1) {
@@ -119,11 +119,12 @@ int ts_cmd_create(int argc, char **argv)
 		case O_TTL:
 			/* a timeout under a second is a typo, and one that rounds to 0 ms would
 			 * silently mean none */
-			if (ts_parse_duration_ms(optarg, &v) < 0 || (v > 0 && v < 1000)) {
+			r = ts_parse_duration_ms(optarg, &v);
+			if (r < 0 || (v > 0 && v < 1000)) {
 				fprintf(stderr,
-					"toren-sandbox create: bad --ttl `%s`: want 0 (none) or at "
+					"toren-sandbox create: bad --ttl `%s`: %swant 0 (none) or at "
 					"least 1s, like 90s, 30m, 2h\n",
-					optarg);
+					optarg, ts_policy_too_large(r));
 				return 2;
 			}
 			o.ttl_ms = (long long)v;
@@ -162,24 +163,26 @@ int ts_cmd_create(int argc, char **argv)
 			}
 			break;
 		case O_MEMORY:
-			if (ts_policy_parse_memory(optarg, &o.memory_bytes) < 0) {
+			if ((r = ts_policy_parse_memory(optarg, &o.memory_bytes)) < 0) {
 				fprintf(stderr,
-					"toren-sandbox create: bad --memory `%s`: want %s\n",
-					optarg, TS_POLICY_WANT_MEMORY);
+					"toren-sandbox create: bad --memory `%s`: %swant %s\n",
+					optarg, ts_policy_too_large(r), TS_POLICY_WANT_MEMORY);
 				return 2;
 			}
 			break;
 		case O_PIDS:
-			if (ts_policy_parse_pids(optarg, &o.pids) < 0) {
-				fprintf(stderr, "toren-sandbox create: bad --pids `%s`: want %s\n",
-					optarg, TS_POLICY_WANT_PIDS);
+			if ((r = ts_policy_parse_pids(optarg, &o.pids)) < 0) {
+				fprintf(stderr,
+					"toren-sandbox create: bad --pids `%s`: %swant %s\n",
+					optarg, ts_policy_too_large(r), TS_POLICY_WANT_PIDS);
 				return 2;
 			}
 			break;
 		case O_CPUS:
-			if (ts_policy_parse_cpus(optarg, &o.cpus) < 0) {
-				fprintf(stderr, "toren-sandbox create: bad --cpus `%s`: want %s\n",
-					optarg, TS_POLICY_WANT_CPUS);
+			if ((r = ts_policy_parse_cpus(optarg, &o.cpus)) < 0) {
+				fprintf(stderr,
+					"toren-sandbox create: bad --cpus `%s`: %swant %s\n",
+					optarg, ts_policy_too_large(r), TS_POLICY_WANT_CPUS);
 				return 2;
 			}
 			break;

@@ -26,6 +26,7 @@
 #include "commands.h"
 #include "ctl.h"
 #include "procs.h"
+#include "relay.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -48,40 +49,78 @@ static void usage(FILE *f)
 	      f);
 }
 
-/* Relay between our terminal and the pty master until the command exits. */
-static int relay_pty(int conn, int master, int sfd, int *status)
+/* After hanging up, how long the command has to exit before we go anyway. */
+#define HANGUP_GRACE_MS 2000
+
+/*
+ * Relay between our terminal and the pty master until the command exits. When our
+ * terminal goes away (EOF or EIO on it, SIGHUP) or we are told to end (SIGTERM, SIGQUIT),
+ * the command's process group gets SIGHUP (or that signal), as a terminal's session
+ * would, and we leave once it exits or after HANGUP_GRACE_MS: a shell left running with
+ * nobody at its terminal would count as attached for ever.
+ */
+static int relay_pty(int conn, uint64_t proc, int master, int sfd, int *status)
 {
+	unsigned long long deadline = 0;
 	bool in_open = true;
+	int hung_up = 0;
 
 	for (;;) {
 		struct pollfd p[4] = { { .fd = conn, .events = POLLIN },
 				       { .fd = master, .events = POLLIN },
 				       { .fd = sfd, .events = POLLIN },
 				       { .fd = in_open ? STDIN_FILENO : -1, .events = POLLIN } };
+		int timeout = -1, end_sig = 0;
 		char buf[16384];
 		ssize_t n;
 
-		if (poll(p, 4, -1) < 0 && errno != EINTR)
+		if (deadline) {
+			unsigned long long now = ts_now_ms();
+
+			if (now >= deadline) {
+				*status = hung_up; /* a wait status: killed by that signal */
+				return 0;
+			}
+			timeout = (int)(deadline - now);
+		}
+		if (poll(p, 4, timeout) < 0 && errno != EINTR)
 			return -errno;
 		if (p[1].revents & (POLLIN | POLLHUP)) {
 			n = read(master, buf, sizeof(buf));
 			if (n > 0)
 				ts_write_all(STDOUT_FILENO, buf, (size_t)n);
 		}
-		if (p[3].revents & (POLLIN | POLLHUP)) {
+		if (p[3].revents & (POLLIN | POLLHUP | POLLERR)) {
 			n = read(STDIN_FILENO, buf, sizeof(buf));
 			if (n > 0)
 				ts_write_all(master, buf, (size_t)n);
-			else
-				in_open = false;
+			else if (n == 0 || errno != EINTR)
+				end_sig = SIGHUP; /* a terminal at EOF or EIO has hung up */
 		}
 		if (p[2].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			struct winsize ws;
 
-			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo == SIGWINCH &&
-			    ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
-				ioctl(master, TIOCSWINSZ, &ws);
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGWINCH) {
+					if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+						ioctl(master, TIOCSWINSZ, &ws);
+				} else if (si.ssi_signo == SIGINT) {
+					struct ts_error ignore; /* not from our raw terminal */
+
+					ts_procs_signal_async(conn, proc, SIGINT, &ignore);
+				} else if (si.ssi_signo != SIGCONT) {
+					end_sig = (int)si.ssi_signo; /* HUP, TERM, QUIT */
+				}
+			}
+		}
+		if (end_sig && !hung_up) {
+			struct ts_error ignore;
+
+			ts_procs_signal_async(conn, proc, end_sig, &ignore);
+			hung_up = end_sig;
+			in_open = false;
+			deadline = ts_now_ms() + HANGUP_GRACE_MS;
 		}
 		if (p[0].revents & (POLLIN | POLLHUP)) {
 			struct ts_ctl_msg m = { 0 };
@@ -99,25 +138,31 @@ static int relay_pty(int conn, int master, int sfd, int *status)
 				*status = (int)(st & 0xffff);
 				return 0;
 			}
-			ts_ctl_msg_free(&m);
+			ts_ctl_msg_free(&m); /* OK/ERROR of the hang-up signal */
 		}
 	}
 }
 
-/* Forward our signals to the command; wait for its exit. */
-static int wait_exit(int conn, uint64_t proc, int sfd, int *status)
+/* Forward our signals to the command and copy its terminal streams; wait for its exit. */
+static int wait_exit(int conn, uint64_t proc, int sfd, struct ts_relay *relay, int *status)
 {
 	for (;;) {
-		struct pollfd p[2] = { { .fd = conn, .events = POLLIN },
+		struct pollfd p[8] = { { .fd = conn, .events = POLLIN },
 				       { .fd = sfd, .events = POLLIN } };
+		size_t n = 2 + ts_relay_pollfds(relay, p + 2);
 
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		if (poll(p, n, -1) < 0 && errno != EINTR)
 			return -errno;
+		ts_relay_step(relay, p + 2);
 		if (p[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			struct ts_error ignore;
 
-			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGWINCH)
+			if (read(sfd, &si, sizeof(si)) != sizeof(si))
+				continue;
+			if (si.ssi_signo == SIGCONT)
+				ts_relay_resume(relay); /* perhaps in the foreground again */
+			else if (si.ssi_signo != SIGWINCH)
 				ts_procs_signal_async(conn, proc, (int)si.ssi_signo, &ignore);
 		}
 		if (p[0].revents & (POLLIN | POLLHUP)) {
@@ -129,6 +174,7 @@ static int wait_exit(int conn, uint64_t proc, int sfd, int *status)
 				return r;
 			if (m.type == TS_CTL_EXITED && ts_ctl_get_u64(&m, TS_T_STATUS, &st) == 0) {
 				ts_ctl_msg_free(&m);
+				ts_relay_finish(relay);
 				*status = (int)(st & 0xffff);
 				return 0;
 			}
@@ -150,6 +196,7 @@ int ts_cmd_exec(int argc, char **argv)
 	struct ts_error err = { 0 };
 	struct ts_spawn_req req = { 0 };
 	struct termios saved;
+	struct ts_relay relay;
 	char *env[MAX_ENV + 1] = { 0 };
 	size_t n_env = 0;
 	bool interactive = false, tty = false, detach = false, raw = false;
@@ -159,6 +206,7 @@ int ts_cmd_exec(int argc, char **argv)
 	pid_t pid = 0;
 	sigset_t mask;
 
+	ts_relay_init(&relay);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+itde:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -244,10 +292,13 @@ int ts_cmd_exec(int argc, char **argv)
 	req.detach = detach;
 	req.pty = !detach && tty && isatty(STDIN_FILENO);
 	if (!detach && !req.pty) {
+		/* our fds themselves, except a terminal: that gets a pipe we copy (relay.h) */
+		if (ts_relay_setup(&relay, (interactive ? 1U : 0U) | 2U | 4U, &err) < 0)
+			goto fail;
 		devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		stdio[0] = interactive ? STDIN_FILENO : devnull;
-		stdio[1] = STDOUT_FILENO;
-		stdio[2] = STDERR_FILENO;
+		stdio[0] = interactive ? relay.sandbox_fds[0] : devnull;
+		stdio[1] = relay.sandbox_fds[1];
+		stdio[2] = relay.sandbox_fds[2];
 		req.stdio = stdio;
 	}
 	/* signals from here on are the command's, not ours */
@@ -257,9 +308,16 @@ int ts_cmd_exec(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGQUIT);
 	sigaddset(&mask, SIGWINCH);
+	sigaddset(&mask, SIGCONT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (ts_procs_spawn(conn, &req, &proc, &pid, &master, &err) < 0)
+	/* reading our terminal in the background fails (EIO) instead of stopping us: the
+	 * relay then waits for SIGCONT */
+	if (ts_relay_active(&relay))
+		signal(SIGTTIN, SIG_IGN);
+	r = ts_procs_spawn(conn, &req, &proc, &pid, &master, &err);
+	ts_relay_handed_over(&relay);
+	if (r < 0)
 		goto fail;
 	if (detach) {
 		printf("%llu\n", (unsigned long long)proc);
@@ -279,11 +337,11 @@ int ts_cmd_exec(int argc, char **argv)
 			cfmakeraw(&t);
 			raw = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
 		}
-		r = relay_pty(conn, master, sfd, &status);
+		r = relay_pty(conn, proc, master, sfd, &status);
 		if (raw)
 			tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	} else {
-		r = wait_exit(conn, proc, sfd, &status);
+		r = wait_exit(conn, proc, sfd, &relay, &status);
 	}
 	if (r < 0) {
 		ts_err_errno(&err, r, "sandbox `%s` went away while the command ran", rec.id);
@@ -295,6 +353,7 @@ fail:
 	ts_cli_error("exec", &err);
 	code = 125;
 out:
+	ts_relay_close(&relay);
 	ts_sandbox_rec_free(&rec);
 	ts_store_close(st);
 	return code;

@@ -11,6 +11,7 @@
 
 #include "admin.h"
 #include "cli.h"
+#include "leftovers.h"
 #include "commands.h"
 #include "sandbox.h"
 #include "util.h"
@@ -213,6 +214,8 @@ int ts_cmd_reap(int argc, char **argv)
 	if (!loop_ms) {
 		if (ts_admin_open("reap", &paths, &st) < 0)
 			return 1;
+		if (!dry_run)
+			ts_leftovers_sweep(paths.root);
 		failed = sweep(st, dry_run, json);
 		ts_store_close(st);
 		return failed ? 1 : 0;
@@ -237,6 +240,8 @@ int ts_cmd_reap(int argc, char **argv)
 		/* A store per sweep: no file stays open between sweeps, and a replaced or
 		 * repaired state.db is picked up. */
 		if (ts_admin_open("reap", &paths, &st) == 0) {
+			if (!dry_run)
+				ts_leftovers_sweep(paths.root);
 			sweep(st, dry_run, json);
 			ts_store_close(st);
 			st = NULL;

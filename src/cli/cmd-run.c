@@ -97,8 +97,10 @@ int ts_cmd_run(int argc, char **argv)
 			o.tty = true;
 			break;
 		case O_TIMEOUT:
-			if (ts_parse_duration_ms(optarg, &v) < 0 || v == 0)
-				return bad("bad --timeout `%s`: want seconds > 0", optarg);
+			r = ts_parse_duration_ms(optarg, &v);
+			if (r < 0 || v == 0)
+				return bad("bad --timeout `%s`: %swant seconds > 0 (at most %llu)",
+					   optarg, ts_policy_too_large(r), TS_DURATION_MAX_S);
 			cli.timeout_ms = v;
 			break;
 		case O_WORKSPACE:
@@ -115,17 +117,19 @@ int ts_cmd_run(int argc, char **argv)
 				return bad("%s", err.msg);
 			break;
 		case O_MEMORY:
-			if (ts_policy_parse_memory(optarg, &cli.memory_bytes) < 0)
-				return bad("bad --memory `%s`: want %s", optarg,
-					   TS_POLICY_WANT_MEMORY);
+			if ((r = ts_policy_parse_memory(optarg, &cli.memory_bytes)) < 0)
+				return bad("bad --memory `%s`: %swant %s", optarg,
+					   ts_policy_too_large(r), TS_POLICY_WANT_MEMORY);
 			break;
 		case O_PIDS:
-			if (ts_policy_parse_pids(optarg, &cli.pids) < 0)
-				return bad("bad --pids `%s`: want %s", optarg, TS_POLICY_WANT_PIDS);
+			if ((r = ts_policy_parse_pids(optarg, &cli.pids)) < 0)
+				return bad("bad --pids `%s`: %swant %s", optarg,
+					   ts_policy_too_large(r), TS_POLICY_WANT_PIDS);
 			break;
 		case O_CPUS:
-			if (ts_policy_parse_cpus(optarg, &cli.cpus) < 0)
-				return bad("bad --cpus `%s`: want %s", optarg, TS_POLICY_WANT_CPUS);
+			if ((r = ts_policy_parse_cpus(optarg, &cli.cpus)) < 0)
+				return bad("bad --cpus `%s`: %swant %s", optarg,
+					   ts_policy_too_large(r), TS_POLICY_WANT_CPUS);
 			break;
 		case O_POLICY:
 			policy_file = optarg;

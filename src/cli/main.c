@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "util.h"
 
 static const struct {
 	const char *name;
@@ -38,6 +39,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* we wait for the children we start, and hand the sandbox defaults, not whatever
+	 * our caller ignored or blocked */
+	ts_signals_reset();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

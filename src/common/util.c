@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,7 +204,7 @@ int ts_parse_ull(const char *s, unsigned long long *ret)
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno)
-		return -errno;
+		return errno == ERANGE ? -EOVERFLOW : -errno;
 	if (*end)
 		return -EINVAL;
 	*ret = v;
@@ -220,7 +221,7 @@ int ts_parse_size(const char *s, unsigned long long *ret)
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno)
-		return -errno;
+		return errno == ERANGE ? -EOVERFLOW : -errno;
 	if (end == s)
 		return -EINVAL;
 	switch (*end) {
@@ -256,7 +257,7 @@ int ts_parse_size(const char *s, unsigned long long *ret)
 	if (*end)
 		return -EINVAL;
 	if (v > ULLONG_MAX / mul)
-		return -ERANGE;
+		return -EOVERFLOW;
 	*ret = v * mul;
 	return 0;
 }
@@ -284,8 +285,10 @@ int ts_parse_duration_ms(const char *s, unsigned long long *ret)
 		mul = 86400000.0;
 	else
 		return -EINVAL;
-	if (v < 0 || v * mul > 1e15)
+	if (v < 0)
 		return -ERANGE;
+	if (v * mul > 1e15)
+		return -EOVERFLOW;
 	/* a positive duration never becomes 0 ms (0 often means "none") */
 	if (v > 0 && v * mul < 1.0)
 		return -ERANGE;
@@ -350,4 +353,81 @@ unsigned long long ts_now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (unsigned long long)ts.tv_sec * 1000ULL +
 	       (unsigned long long)ts.tv_nsec / 1000000ULL;
+}
+
+void ts_signals_reset(void)
+{
+	sigset_t none;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL); /* EINVAL for the ones libc reserves: fine */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0; *cp gets its code point. */
+static size_t utf8_seq(const unsigned char *p, unsigned *cp)
+{
+	size_t n;
+	unsigned c;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		c = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		c = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		c = p[0] & 0x07;
+	} else {
+		return 0; /* a continuation byte, an overlong lead (C0, C1) or past U+10FFFF */
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0; /* also stops at the terminating NUL */
+		c = (c << 6) | (p[i] & 0x3f);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+	    (c >= 0xd800 && c <= 0xdfff))
+		return 0; /* overlong, out of range, or a surrogate */
+	*cp = c;
+	return n;
+}
+
+void ts_sanitize_text(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (*p) {
+		unsigned cp;
+		size_t n = utf8_seq(p, &cp);
+
+		if (n == 0) {
+			*p++ = '?';
+			continue;
+		}
+		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f))
+			memset(p, '?', n);
+		p += n;
+	}
+}
+
+mode_t ts_umask(void)
+{
+	_cleanup_free_ char *status = NULL;
+	const char *line;
+	unsigned long m;
+	char *end;
+
+	if (ts_read_file_at(AT_FDCWD, "/proc/self/status", 65536, &status, NULL) < 0 ||
+	    !(line = strstr(status, "\nUmask:")))
+		return 022;
+	m = strtoul(line + 7, &end, 8);
+	return end == line + 7 || m > 0777 ? 022 : (mode_t)m;
 }

@@ -31,13 +31,17 @@ int ts_mkdir_p(int dirfd, const char *path, mode_t mode);
  */
 int ts_rm_rf_at(int dirfd, const char *name);
 
-/* Parse a decimal unsigned integer with optional K/M/G/T suffix (powers of 1024). */
+/* Parse a decimal unsigned integer with optional K/M/G/T suffix (powers of 1024).
+ * -EINVAL, or -EOVERFLOW past 2^64 - 1 bytes. */
 int ts_parse_size(const char *s, unsigned long long *ret);
 
-/* Parse a non-negative decimal integer that fits in long long. */
+/* Parse a non-negative decimal integer that fits in long long (-EOVERFLOW if not). */
 int ts_parse_ull(const char *s, unsigned long long *ret);
 
-/* Parse a duration: "30", "30s", "5m", "2h", "1.5" (seconds). Result in milliseconds. */
+/* Parse a duration: "30", "30s", "5m", "2h", "1.5" (seconds). Result in milliseconds.
+ * -EINVAL, -ERANGE (negative, or under 1 ms but not 0), -EOVERFLOW past 10^15 ms
+ * (TS_DURATION_MAX_S seconds). */
+#define TS_DURATION_MAX_S 1000000000000ULL
 int ts_parse_duration_ms(const char *s, unsigned long long *ret);
 
 /* True when s is a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*, 1..255 chars. */
@@ -51,11 +55,29 @@ bool ts_env_name_valid(const char *s);
  */
 int ts_stdio_fd_safe(int fd);
 
+/*
+ * Make text from inside a sandbox safe to print on a terminal, in place: every C0
+ * control and DEL, every C1 control (U+0080..U+009F, as UTF-8 or as a raw 8-bit byte:
+ * 0x9B is CSI to many terminals), and every byte that is not part of a valid UTF-8
+ * sequence becomes `?`. Valid UTF-8 otherwise stays as it is.
+ */
+void ts_sanitize_text(char *s);
+
+/* The process's umask, read without changing it (/proc/self/status; 022 if unreadable). */
+mode_t ts_umask(void);
+
 /* True when s starts with prefix. */
 bool ts_startswith(const char *s, const char *prefix);
 
 /* Directory that holds the running executable (readlink /proc/self/exe). */
 int ts_self_dir(char *buf, size_t len);
+
+/*
+ * Every signal back to its default disposition, and none blocked. What a process
+ * inherits is its caller's choice, not ours: a SIGCHLD ignored by the caller (`trap ''
+ * CHLD`) would make children vanish unreaped and every wait for them fail with ECHILD.
+ */
+void ts_signals_reset(void);
 
 /* Seconds since an arbitrary point, from CLOCK_MONOTONIC, in milliseconds. */
 unsigned long long ts_now_ms(void);

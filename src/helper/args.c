@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "helper.h"
+#include "ucount.h"
 #include "cleanup.h"
 #include "util.h"
 
@@ -143,7 +144,8 @@ static void usage(void)
 	      "  --uid-map 'IN OUT COUNT' --gid-map 'IN OUT COUNT' --newidmap --uid N --gid N\n"
 	      "  --hostname NAME --chdir DIR --setenv NAME VALUE\n"
 	      "  --seccomp FD --sync-fd FD --control-fd FD --logs-fd FD\n"
-	      "  --rlimit NAME=SOFT[:HARD] --cgroup NAME --cgroup-memory BYTES\n"
+	      "  --rlimit NAME=SOFT[:HARD] --userns-limit NAME=N\n"
+	      "  --cgroup NAME --cgroup-memory BYTES\n"
 	      "  --cgroup-pids N --cgroup-cpu-quota USEC --die-with-parent --detach\n"
 	      "  --argv0 NAME --init-setid --owner ID\n"
 	      "  --help --version\n",
@@ -319,6 +321,10 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 		} else if (!strcmp(a, "--rlimit")) {
 			NEED(1);
 			if ((r = parse_rlimit(argv[++i], ctx, err)) < 0)
+				return r;
+		} else if (!strcmp(a, "--userns-limit")) {
+			NEED(1);
+			if ((r = ts_ucount_parse(argv[++i], ctx, err)) < 0)
 				return r;
 		} else if (!strcmp(a, "--cgroup")) {
 			NEED(1);

@@ -22,6 +22,7 @@
 #define TS_HELPER_MAX_RLIMITS 16
 #define TS_HELPER_MAX_LOWERS 16
 #define TS_HELPER_MAX_ENV 4096
+#define TS_HELPER_MAX_UCOUNTS 16
 
 enum ts_mount_kind {
 	TS_MOUNT_OVERLAY,    /* overlay of the collected lowers (+ upper/work) */
@@ -100,6 +101,12 @@ struct ts_helper_ctx {
 
 	struct ts_rlimit_op rlimits[TS_HELPER_MAX_RLIMITS];
 	size_t n_rlimits;
+	/* --userns-limit: budgets of the sandbox's user namespace (ucount.h) */
+	struct {
+		const char *name;
+		unsigned long long value;
+	} ucounts[TS_HELPER_MAX_UCOUNTS];
+	size_t n_ucounts;
 	struct ts_cgroup_plan cgroup;
 
 	char **envp; /* the program's whole environment (--setenv), NULL-terminated */

@@ -14,7 +14,8 @@
  *  create cgroups, move the child in
  *  send "go"                      --->   open every host source as an fd
  *                                        become the setup ids; non-dumpable
- *                                        new cgroup ns; build the mount tree; pivot_root
+ *                                        new cgroup ns; open the user namespace budgets
+ *                                        build the mount tree; pivot_root; set the budgets
  *                                        hostname; `lo` up; setsid
  *                                        close every fd but 0-2 (+ control fd 3)
  *                                        drop bounding/ambient caps; final ids; clear caps
@@ -50,6 +51,7 @@
 #include "seccomp.h"
 #include "setuid.h"
 #include "sync.h"
+#include "ucount.h"
 #include "syscall.h"
 #include "util.h"
 
@@ -110,6 +112,7 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 		      int prog_fd, bool setuid_mode, struct ts_error *err)
 {
 	int keep[3] = { sync_sock, prog_fd, ctx->seccomp_fd }, pass[2];
+	struct ts_ucount_files budgets;
 	size_t n_pass = 0;
 	uid_t uid;
 	gid_t gid;
@@ -154,12 +157,19 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	r = ts_ns_enter_cgroup(err);
 	if (r < 0)
 		return r;
+	r = ts_ucount_open(ctx, &budgets, err);
+	if (r < 0)
+		return r;
 	st->uid = ctx->uid;
 	st->gid = ctx->gid;
 	/* Modes given with --perms are exact while building; the program starts with 022. */
 	umask(0);
 	r = ts_mount_build(ctx, st, err);
 	umask(022);
+	if (r < 0)
+		return r;
+	/* every namespace the sandbox gets exists now (ucount.h) */
+	r = ts_ucount_write(ctx, &budgets, err);
 	if (r < 0)
 		return r;
 	if (ctx->hostname && sethostname(ctx->hostname, strlen(ctx->hostname)) < 0)
@@ -251,7 +261,7 @@ static int supervise(pid_t child, int pidfd)
 		if (w == child)
 			return status;
 		if (w < 0 && errno != EINTR)
-			return 0;
+			return TS_HELPER_EXIT_SETUP << 8; /* ECHILD: we never saw init end */
 		if (poll(pfd, sfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
 			return 0;
 		if (sfd >= 0 && (pfd[1].revents & POLLIN)) {
@@ -279,6 +289,9 @@ int main(int argc, char **argv)
 	bool setuid_mode;
 	pid_t child;
 
+	/* our caller's ignored or blocked signals are not the sandbox's, and an ignored
+	 * SIGCHLD would leave nothing to wait for */
+	ts_signals_reset();
 	r = ts_helper_parse_args(&ctx, argc, argv, &err);
 	if (r < 0) {
 		fail(&ctx, &err);
@@ -341,8 +354,17 @@ int main(int argc, char **argv)
 		return TS_HELPER_EXIT_SETUP;
 	}
 
+	/* setuid mode: CAP_SYS_ADMIN is effective for this one call (setuid.h) */
+	if (setuid_mode && (r = ts_setuid_raise(&err)) < 0) {
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
+	}
 	child = ts_ns_clone(&pidfd, &err);
 	if (child < 0) {
+		struct ts_error ignore = { 0 };
+
+		if (setuid_mode)
+			ts_setuid_leave(&ignore);
 		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
 	}

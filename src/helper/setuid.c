@@ -48,8 +48,8 @@ int ts_setuid_enter(const struct ts_helper_ctx *ctx, bool *active, struct ts_err
 	caps = cap_init();
 	if (!caps)
 		return ts_err_errno(err, -errno, "setuid mode: capability state");
-	if (cap_set_flag(caps, CAP_PERMITTED, 1, &keep, CAP_SET) < 0 ||
-	    cap_set_flag(caps, CAP_EFFECTIVE, 1, &keep, CAP_SET) < 0 || cap_set_proc(caps) < 0) {
+	/* permitted only: raised for the clone alone (ts_setuid_raise) */
+	if (cap_set_flag(caps, CAP_PERMITTED, 1, &keep, CAP_SET) < 0 || cap_set_proc(caps) < 0) {
 		r = ts_err_errno(err, -errno, "setuid mode: keep CAP_SYS_ADMIN only");
 		cap_free(caps);
 		return r;
@@ -57,6 +57,19 @@ int ts_setuid_enter(const struct ts_helper_ctx *ctx, bool *active, struct ts_err
 	cap_free(caps);
 	/* Checked after the drop, so that even a refused request ran unprivileged. */
 	return check_request(ctx, ruid, rgid, err);
+}
+
+int ts_setuid_raise(struct ts_error *err)
+{
+	cap_value_t admin = CAP_SYS_ADMIN;
+	cap_t caps = cap_get_proc();
+	int r = 0;
+
+	if (!caps || cap_set_flag(caps, CAP_EFFECTIVE, 1, &admin, CAP_SET) < 0 ||
+	    cap_set_proc(caps) < 0)
+		r = ts_err_errno(err, -errno, "setuid mode: raise CAP_SYS_ADMIN for the clone");
+	cap_free(caps);
+	return r;
 }
 
 int ts_setuid_leave(struct ts_error *err)

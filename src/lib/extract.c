@@ -18,7 +18,6 @@
 struct libarchive {
 	void *dl;
 	__typeof__(archive_read_new) *read_new;
-	__typeof__(archive_read_support_format_all) *support_format_all;
 	__typeof__(archive_read_open_fd) *open_fd;
 	__typeof__(archive_read_next_header) *next_header;
 	__typeof__(archive_read_data) *read_data;
@@ -35,7 +34,7 @@ struct libarchive {
  * Decompression filters, enabled only when libarchive does them in-process: for a filter
  * it was built without, archive_read_support_filter_*() returns ARCHIVE_WARN and would
  * run an external program (gzip -d, lzop, lrzip, ...) on the untrusted data, on the
- * host. Formats are always parsed in-process.
+ * host. Formats are always parsed in-process (format_names).
  */
 static const char *const filter_names[] = {
 	"archive_read_support_filter_gzip",	"archive_read_support_filter_bzip2",
@@ -43,6 +42,32 @@ static const char *const filter_names[] = {
 	"archive_read_support_filter_lzma",	"archive_read_support_filter_lzip",
 	"archive_read_support_filter_zstd",	"archive_read_support_filter_lz4",
 };
+
+/*
+ * Archive formats, named one by one instead of archive_read_support_format_all: never
+ * mtree, whose entries may name a host file to take the contents from (`contents=`,
+ * read or not depending on the libarchive version and its options), nor raw, which
+ * takes any input for one entry. Every format here carries its data in the archive.
+ */
+static const char *const format_names[] = {
+	"archive_read_support_format_tar",  "archive_read_support_format_cpio",
+	"archive_read_support_format_zip",  "archive_read_support_format_7zip",
+	"archive_read_support_format_ar",   "archive_read_support_format_iso9660",
+	"archive_read_support_format_xar",  "archive_read_support_format_cab",
+	"archive_read_support_format_lha",  "archive_read_support_format_rar",
+	"archive_read_support_format_rar5", "archive_read_support_format_empty",
+};
+
+static void enable_formats(const struct libarchive *L, struct archive *a)
+{
+	for (size_t i = 0; i < ELEMENTSOF(format_names); i++) {
+		__typeof__(archive_read_support_format_tar) *fn;
+
+		*(void **)&fn = dlsym(L->dl, format_names[i]);
+		if (fn)
+			fn(a);
+	}
+}
 
 static void enable_inprocess_filters(const struct libarchive *L, struct archive *a)
 {
@@ -67,7 +92,6 @@ static int load(struct libarchive *L, struct ts_error *err)
 		void **slot;
 	} syms[] = {
 		{ "archive_read_new", (void **)&L->read_new },
-		{ "archive_read_support_format_all", (void **)&L->support_format_all },
 		{ "archive_read_open_fd", (void **)&L->open_fd },
 		{ "archive_read_next_header", (void **)&L->next_header },
 		{ "archive_read_data", (void **)&L->read_data },
@@ -232,7 +256,7 @@ int ts_archive_extract(struct ts_copy *c, int fd, const char *shown, const char 
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
 	enable_inprocess_filters(&L, a);
-	L.support_format_all(a);
+	enable_formats(&L, a);
 	if (L.open_fd(a, fd, 64 * 1024) != ARCHIVE_OK) {
 		r = ts_err(err, -EINVAL, "`%s` is not an archive: %s", shown,
 			   L.error_string(a) ? L.error_string(a) : "unreadable");

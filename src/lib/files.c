@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "files.h"
 
+#include "procinfo.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,20 +33,6 @@ bool ts_files_name_ok(const char *name)
 
 	return n > 0 && n <= NAME_MAX && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
 	       !strchr(name, '/');
-}
-
-void ts_files_sanitize(char *s)
-{
-	for (unsigned char *p = (unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f) {
-			*p = '?';
-		} else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			/* U+0080..U+009F: C1 controls (CSI is U+009B) */
-			p[0] = '?';
-			p[1] = '?';
-			p++;
-		}
-	}
 }
 
 /* The reply cannot be trusted: refuse it, and the connection with it. */
@@ -104,7 +92,7 @@ static int recv_reply(int conn, uint32_t id, struct ts_ctl_msg *m, struct ts_err
 		return bad(conn, err, "an error without a valid code");
 	if (ts_ctl_get_str(m, TS_T_MSG, msg, sizeof(msg)) < 0)
 		snprintf(msg, sizeof(msg), "%s", strerror((int)code));
-	ts_files_sanitize(msg);
+	ts_sanitize_text(msg);
 	return ts_err(err, -(int)code, "%s", msg);
 }
 
@@ -135,7 +123,8 @@ static int get_data(const struct ts_ctl_msg *m, const uint8_t **v, uint32_t *len
 	return -EBADMSG;
 }
 
-int ts_files_read_to_fd(int conn, const char *path, int out_fd, struct ts_error *err)
+int ts_files_read_to_fd(int conn, const char *path, int out_fd, const char *out_shown,
+			struct ts_error *err)
 {
 	struct ts_ctl_msg m = { 0 };
 	uint64_t off = 0, got;
@@ -168,8 +157,10 @@ int ts_files_read_to_fd(int conn, const char *path, int out_fd, struct ts_error 
 			r = bad(conn, err, "file data out of order");
 		if (r == 0 && !local) {
 			local = ts_write_all(out_fd, v, len);
-			if (local < 0)
-				ts_err_errno(err, local, "read `%s`: write the copy", path);
+			if (local < 0 && out_shown)
+				ts_err_errno(err, local, "write `%s`", out_shown);
+			else if (local < 0)
+				ts_err_errno(err, local, "write the copy of `%s`", path);
 		}
 		if (r == 0)
 			off += len;
@@ -420,7 +411,7 @@ void ts_copy_skip(struct ts_copy *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ts_files_sanitize(msg);
+	ts_sanitize_text(msg);
 	c->warn(c->userdata, msg);
 }
 
@@ -586,43 +577,117 @@ static int collect(const struct ts_file_info *e, void *userdata, struct ts_error
 	return 0;
 }
 
+#define TMP_PREFIX ".toren-cp-"
+
+/* A temporary name that says whose it is: .toren-cp-PID-START-RANDOM. */
 static void tmp_name(char *buf, size_t len)
 {
 	uint64_t v = 0;
 
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
 		v = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ ts_now_ms();
-	snprintf(buf, len, ".toren-cp-%016llx", (unsigned long long)v);
+	snprintf(buf, len, TMP_PREFIX "%d-%llu-%016llx", (int)getpid(),
+		 ts_proc_start_time(getpid()), (unsigned long long)v);
 }
 
-/* The sandbox file w->sb to dfd/name, through a temporary file in dfd. */
+/*
+ * Remove temporary files a copy into dfd left when it was killed: ours (same owner),
+ * regular, named by a process that no longer runs. Anything else is left alone, a copy
+ * still at work included.
+ */
+static void sweep_stale(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		unsigned long long pid, start;
+		struct stat st;
+		int used = 0;
+
+		if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0 ||
+		    sscanf(de->d_name + strlen(TMP_PREFIX), "%llu-%llu-%*16[0-9a-f]%n", &pid,
+			   &start, &used) != 2 ||
+		    used == 0 || de->d_name[strlen(TMP_PREFIX) + (size_t)used] != '\0' ||
+		    pid == 0 || pid > 4194304 || start == 0)
+			continue;
+		if (ts_proc_alive((pid_t)pid, start))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && st.st_uid == geteuid())
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
+/* Link the complete unnamed file tfd in as dfd/name, replacing what is there. */
+static int link_in(int tfd, int dfd, const char *name)
+{
+	char proc[64], tmp[80];
+	int r = 0;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tfd);
+	if (linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	/* a file (or a symlink) is there: in under a temporary name, then over it */
+	for (int i = 0; i < 16; i++) {
+		tmp_name(tmp, sizeof(tmp));
+		r = linkat(AT_FDCWD, proc, dfd, tmp, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+		if (r != -EEXIST)
+			break;
+	}
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0) {
+		r = -errno;
+		unlinkat(dfd, tmp, 0);
+	}
+	return r;
+}
+
+/* The sandbox file w->sb to dfd/name: written unnamed, linked in when complete. */
 static int copy_out_file(struct walk *w, unsigned mode, int dfd, const char *name,
 			 struct ts_error *err)
 {
 	_cleanup_close_ int tfd = -EBADF;
-	char tmp[32];
+	char tmp[80] = "";
 	struct stat st;
 	int r;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
 		return ts_err(err, -EISDIR, "`%s` is a directory", w->host);
-	for (int i = 0; i < 16; i++) {
+	/* unnamed until complete: a copy killed half-way leaves nothing behind */
+	tfd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (tfd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return ts_err_errno(err, -errno, "create a file next to `%s`", w->host);
+	for (int i = 0; tfd < 0 && i < 16; i++) {
 		tmp_name(tmp, sizeof(tmp));
 		tfd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (tfd >= 0 || errno != EEXIST)
+		if (tfd < 0 && errno != EEXIST)
 			break;
 	}
 	if (tfd < 0)
 		return ts_err_errno(err, -errno, "create a file next to `%s`", w->host);
-	r = ts_files_read_to_fd(w->c->conn, w->sb, tfd, err);
-	/* no setuid, setgid or sticky bit from the sandbox */
-	if (r == 0 && fchmod(tfd, mode & 0777) < 0)
+	r = ts_files_read_to_fd(w->c->conn, w->sb, tfd, w->host, err);
+	/* the sandbox's permission bits less our umask, as cp(1) without -p: no setuid,
+	 * setgid or sticky bit, and nothing the user would not have made themselves */
+	if (r == 0 && fchmod(tfd, mode & 0777 & ~w->c->umask) < 0)
 		r = ts_err_errno(err, -errno, "chmod `%s`", w->host);
 	/* rename replaces whatever is at name, a symlink included, and writes through
 	 * nothing */
-	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+	if (r == 0 && !tmp[0] && (r = link_in(tfd, dfd, name)) < 0)
+		r = ts_err_errno(err, r, "create `%s`", w->host);
+	if (r == 0 && tmp[0] && renameat(dfd, tmp, dfd, name) < 0)
 		r = ts_err_errno(err, -errno, "create `%s`", w->host);
-	if (r < 0)
+	if (r < 0 && tmp[0])
 		unlinkat(dfd, tmp, 0);
 	return r;
 }
@@ -666,6 +731,8 @@ static int copy_out_dir(struct walk *w, unsigned mode, int dfd, const char *name
 		return ts_err(err, -ENOTDIR, "`%s` exists and is not a directory", w->host);
 	if (sub < 0)
 		return ts_err_errno(err, -errno, "open `%s`", w->host);
+	if (!made)
+		sweep_stale(sub);
 	r = ts_files_list(w->c->conn, w->sb, 1, collect, &es, err);
 	if (depth > 0)
 		r = skip_if_local(w->c, r, err);
@@ -684,7 +751,7 @@ static int copy_out_dir(struct walk *w, unsigned mode, int dfd, const char *name
 	for (size_t i = 0; i < es.n; i++)
 		free(es.v[i].name);
 	free(es.v);
-	if (r == 0 && made && fchmod(sub, (mode & 0777) | 0700) < 0)
+	if (r == 0 && made && fchmod(sub, ((mode & 0777) & ~w->c->umask) | 0700) < 0)
 		r = ts_err_errno(err, -errno, "chmod `%s`", w->host);
 	return r;
 }
@@ -726,5 +793,7 @@ int ts_files_copy_out(struct ts_copy *c, const char *src, int dst_dirfd, const c
 	r = ts_files_stat(c->conn, src, info, err);
 	if (r < 0)
 		return r;
+	c->umask = ts_umask();
+	sweep_stale(dst_dirfd);
 	return copy_out_at(w, info->type, info->mode, dst_dirfd, dst_name, 0, err);
 }

@@ -7,7 +7,7 @@
  *
  * What the sandbox sends is untrusted (its init runs under the sandbox's control): reply
  * types, request ids, data sizes and offsets, entry fields and error codes are checked,
- * and error messages and names are made safe to print (ts_files_sanitize). A reply that
+ * and error messages and names are made safe to print (ts_sanitize_text). A reply that
  * breaks the protocol fails the call with EPROTO and shuts the connection down: a stream
  * that cannot be trusted is not used again. So does a reply message that takes longer
  * than 5 minutes (ETIMEDOUT).
@@ -41,8 +41,13 @@ struct ts_file_info {
 	char target[PATH_MAX]; /* a symlink's target as stored, else "" */
 };
 
-/* Copy the sandbox file at path to out_fd. 0 or -errno (the sandbox's code, EPROTO). */
-int ts_files_read_to_fd(int conn, const char *path, int out_fd, struct ts_error *err);
+/*
+ * Copy the sandbox file at path to out_fd, which out_shown names in messages (NULL: "the
+ * copy"). 0 or -errno: the sandbox's code, EPROTO, or a failed write to out_fd (the
+ * message then names out_shown: a full disk is ours, not the sandbox's).
+ */
+int ts_files_read_to_fd(int conn, const char *path, int out_fd, const char *out_shown,
+			struct ts_error *err);
 
 /*
  * Replace the sandbox file at path with everything read from in_fd (atomically: the
@@ -90,6 +95,7 @@ int ts_files_rename(int conn, const char *from, const char *to, struct ts_error 
 struct ts_copy {
 	int conn;
 	unsigned skipped; /* entries left out: symlinks, special files, protected names */
+	mode_t umask;	  /* applied to what a copy out creates (read by ts_files_copy_out) */
 	void (*warn)(void *userdata, const char *msg); /* told about each; may be NULL */
 	void *userdata;
 };
@@ -110,11 +116,14 @@ int ts_files_copy_in(struct ts_copy *c, int src_fd, const char *src_shown, const
 /*
  * Copy the sandbox file or directory src to dst_name in the host directory dst_dirfd.
  * Everything is created relative to directory fds, with O_NOFOLLOW and O_EXCL, under
- * names the sandbox sent only after ts_files_name_ok; a file replaces an existing one
- * through a temporary file and rename (an existing host symlink is replaced, never
- * written through). Sandbox symlinks and special files are skipped (c->skipped), no
- * setuid, setgid or sticky bit is copied. dst_shown names the destination in messages.
- * 0 or -errno.
+ * names the sandbox sent only after ts_files_name_ok. A file is written into an unnamed
+ * file (O_TMPFILE) and linked in when complete, replacing an existing one through a
+ * rename (an existing host symlink is replaced, never written through); where the file
+ * system has no O_TMPFILE, a temporary name `.toren-cp-PID-START-RANDOM` that every exit
+ * path removes, and that a later copy into the same directory removes once that process
+ * is gone (killed mid-copy). Modes are the sandbox's permission bits less our umask, as
+ * cp(1) without -p: no setuid, setgid or sticky bit. Sandbox symlinks and special files
+ * are skipped (c->skipped). dst_shown names the destination in messages. 0 or -errno.
  */
 int ts_files_copy_out(struct ts_copy *c, const char *src, int dst_dirfd, const char *dst_name,
 		      const char *dst_shown, struct ts_error *err);
@@ -122,7 +131,3 @@ int ts_files_copy_out(struct ts_copy *c, const char *src, int dst_dirfd, const c
 /* Is name (sent by a sandbox) a plain file name: not empty, not `.` or `..`, no `/`,
  * at most NAME_MAX bytes? */
 bool ts_files_name_ok(const char *name);
-
-/* Make s safe to print: control characters (C0, DEL, and C1 encoded as UTF-8) become
- * `?`. */
-void ts_files_sanitize(char *s);

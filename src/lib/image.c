@@ -15,7 +15,7 @@
 #include "paths.h"
 #include "util.h"
 
-#define TS_IDENTITY_VERSION "2"
+#define TS_IDENTITY_VERSION "3"
 
 /* /etc entries never copied: secrets and host identity. Patterns match the path
  * relative to /etc. */
@@ -218,9 +218,75 @@ static int build_layer(const char *root, const char *name, int (*fill)(int dfd),
 	return 0;
 }
 
+/*
+ * The sandbox's /etc/hosts: the host's loopback entries for localhost's names, in the
+ * host's order, so that `localhost` resolves as it does outside (a host with only
+ * `127.0.0.1 localhost` must not get ::1 first inside: a client that does not fall back,
+ * such as node's net.connect with autoSelectFamily off, would miss an IPv4 server), and
+ * the sandbox's own name. Nothing else of the host's file (its names, its LAN) is copied.
+ */
+static void hosts_content(char *out, size_t len)
+{
+	static const char *const names[] = { "localhost",     "localhost.localdomain",
+					     "localhost4",    "localhost4.localdomain4",
+					     "localhost6",    "localhost6.localdomain6",
+					     "ip6-localhost", "ip6-loopback" };
+	_cleanup_free_ char *host = NULL;
+	size_t used = 0;
+	bool any = false;
+	char *line, *save = NULL;
+
+	out[0] = '\0';
+	if (ts_read_file_at(AT_FDCWD, "/etc/hosts", 65536, &host, NULL) < 0)
+		host = NULL;
+	for (line = host ? strtok_r(host, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *hash = strchr(line, '#'), *tok, *tsave = NULL, *addr;
+		char kept[512] = "";
+		size_t k = 0;
+
+		if (hash)
+			*hash = '\0';
+		addr = strtok_r(line, " \t", &tsave);
+		if (!addr || (strncmp(addr, "127.", 4) != 0 && strcmp(addr, "::1") != 0) ||
+		    strlen(addr) > 15)
+			continue;
+		while ((tok = strtok_r(NULL, " \t", &tsave))) {
+			for (size_t i = 0; i < ELEMENTSOF(names); i++)
+				if (!strcmp(tok, names[i]) && k + strlen(tok) + 2 < sizeof(kept))
+					k += (size_t)snprintf(kept + k, sizeof(kept) - k, " %s",
+							      tok);
+		}
+		if (k && used < len)
+			used += (size_t)snprintf(out + used, len - used, "%s\t%s\n", addr,
+						 kept + 1);
+		any |= k > 0;
+	}
+	if (!any && used < len)
+		used += (size_t)snprintf(out + used, len - used, "127.0.0.1\tlocalhost\n");
+	if (used < len)
+		snprintf(out + used, len - used, "127.0.0.1\tsandbox\n::1\tsandbox\n");
+}
+
+/* FNV-1a of the sandbox's /etc/hosts: part of the layers' names, so a host whose
+ * /etc/hosts changes gets new ones. */
+static unsigned long long hosts_hash(void)
+{
+	char content[8192];
+	unsigned long long h = 1469598103934665603ULL;
+
+	hosts_content(content, sizeof(content));
+	for (const char *c = content; *c; c++) {
+		h ^= (unsigned char)*c;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
 /* The identity files, into dfd (etc/ and home/ may exist already). */
 static int write_identity(int dfd)
 {
+	char hosts[8192];
 	_cleanup_close_ int etc = -EBADF;
 	int r;
 
@@ -238,10 +304,10 @@ static int write_identity(int dfd)
 	    (r = write_new(etc, "group",
 			   "root:x:0:\ntty:x:5:\nusers:x:100:user\nuser:x:1000:\n"
 			   "nogroup:x:65534:\n")) < 0 ||
-	    (r = write_new(etc, "hostname", "sandbox\n")) < 0 ||
-	    (r = write_new(etc, "hosts",
-			   "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost "
-			   "ip6-loopback sandbox\n")) < 0)
+	    (r = write_new(etc, "hostname", "sandbox\n")) < 0)
+		return r;
+	hosts_content(hosts, sizeof(hosts));
+	if ((r = write_new(etc, "hosts", hosts)) < 0)
 		return r;
 	return 0;
 }
@@ -303,8 +369,11 @@ static int fill_host(int dfd)
 
 static int add_identity(const char *root, struct ts_image *img, struct ts_error *err)
 {
-	return build_layer(root, "identity-" TS_IDENTITY_VERSION, fill_identity,
-			   img->lowers[img->n_lowers++], sizeof(img->lowers[0]), err);
+	char name[64];
+
+	snprintf(name, sizeof(name), "identity-%s-%016llx", TS_IDENTITY_VERSION, hosts_hash());
+	return build_layer(root, name, fill_identity, img->lowers[img->n_lowers++],
+			   sizeof(img->lowers[0]), err);
 }
 
 int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err)
@@ -325,6 +394,8 @@ int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err)
 			h *= 1099511628211ULL;
 		}
 	}
+	h ^= hosts_hash();
+	h *= 1099511628211ULL;
 	snprintf(name, sizeof(name), "host%s-%016llx", TS_IDENTITY_VERSION, h);
 	r = build_layer(root, name, fill_host, img->lowers[img->n_lowers++], sizeof(img->lowers[0]),
 			err);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +27,13 @@
 #include "hostcheck.h"
 #include "idmap-plan.h"
 #include "image.h"
+#include "leftovers.h"
 #include "paths.h"
 #include "protect.h"
+#include "relay.h"
 #include "seccomp-compile.h"
 #include "strv.h"
+#include "upper.h"
 #include "syscall.h"
 #include "util.h"
 
@@ -66,6 +70,8 @@ struct ts_prepared {
 	unsigned long long first_proc; /* durable: init's first process id (logs go on) */
 	bool used_cgroup;	       /* limits went to cgroups named ts-<id> */
 	bool as_root;		       /* every process of the sandbox is its root */
+	bool use_pty;		       /* run -t with a terminal: init makes a pty */
+	bool claimed;		       /* run: $ROOT/oneshot/<id> is ours (leftovers.h) */
 };
 
 static void prepared_free(struct ts_prepared *p)
@@ -146,6 +152,56 @@ static bool cgroups_ok(const struct ts_prepared *p, const char *ctrl, char *why,
 	return ts_cgroup_delegated(ctrl, why, len);
 }
 
+/* Half of what our own user namespace allows, read as a file of /proc/sys/user. */
+static unsigned long long half_of_ours(const char *name)
+{
+	_cleanup_free_ char *s = NULL;
+	unsigned long long v = 0;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/sys/user/%s", name);
+	if (ts_read_file_at(AT_FDCWD, path, 64, &s, NULL) < 0)
+		return 0;
+	s[strcspn(s, "\n")] = '\0';
+	if (ts_parse_ull(s, &v) < 0)
+		return 0;
+	return v > 1 ? v / 2 : v;
+}
+
+/*
+ * Budgets of the sandbox's own user namespace (the helper's ucount.h): no namespace of
+ * any kind (seccomp refuses them anyway; this holds even for a profile that allows
+ * them), no fanotify, and inotify bounded so that the caller's other programs keep at
+ * least half of theirs whatever the sandbox does.
+ */
+static int build_userns_limits(struct ts_strv *a, const struct ts_policy *pol)
+{
+	static const char *const none[] = { "max_user_namespaces",   "max_pid_namespaces",
+					    "max_uts_namespaces",    "max_ipc_namespaces",
+					    "max_net_namespaces",    "max_mnt_namespaces",
+					    "max_cgroup_namespaces", "max_time_namespaces",
+					    "max_fanotify_groups",   "max_fanotify_marks" };
+	unsigned long long inst = pol->inotify_instances ? pol->inotify_instances
+							 : half_of_ours("max_inotify_instances");
+	unsigned long long watches = pol->inotify_watches ? pol->inotify_watches
+							  : half_of_ours("max_inotify_watches");
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(none); i++) {
+		r |= ts_strv_push(a, "--userns-limit");
+		r |= ts_strv_pushf(a, "%s=0", none[i]);
+	}
+	if (inst) {
+		r |= ts_strv_push(a, "--userns-limit");
+		r |= ts_strv_pushf(a, "max_inotify_instances=%llu", inst);
+	}
+	if (watches) {
+		r |= ts_strv_push(a, "--userns-limit");
+		r |= ts_strv_pushf(a, "max_inotify_watches=%llu", watches);
+	}
+	return r;
+}
+
 static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
 	const struct ts_policy *pol = o->policy;
@@ -199,6 +255,15 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 		}
 	}
 	if (pol->cpus > 0) {
+		cpu_set_t mine;
+
+		/* accepted (a later host may have more), but a limit that can never bind says
+		 * so */
+		if (sched_getaffinity(0, sizeof(mine), &mine) == 0 && pol->cpus > CPU_COUNT(&mine))
+			r |= ts_strv_pushf(&p->warnings,
+					   "--cpus %g is more than the %d CPUs this host gives us: "
+					   "it limits nothing",
+					   pol->cpus, CPU_COUNT(&mine));
 		if (cgroups_ok(p, "cpu", why, sizeof(why))) {
 			r |= ts_strv_push(a, "--cgroup-cpu-quota");
 			r |= ts_strv_pushf(a, "%llu", (unsigned long long)(pol->cpus * 100000.0));
@@ -217,6 +282,7 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 		r |= ts_strv_push(a, "--rlimit");
 		r |= ts_strv_pushf(a, "fsize=%llu", pol->fsize);
 	}
+	r |= build_userns_limits(a, pol);
 	if (cg) {
 		r |= ts_strv_push(a, "--cgroup");
 		r |= ts_strv_pushf(a, "ts-%s", p->id);
@@ -387,38 +453,13 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 	r |= ts_strv_push(a, "toren-init");
 	r |= ts_strv_push(a, "--");
 	r |= ts_strv_push(a, p->paths.init);
-	if (o->tty && isatty(STDIN_FILENO))
+	p->use_pty = o->tty && isatty(STDIN_FILENO);
+	if (p->use_pty)
 		r |= ts_strv_push(a, "--pty");
 	r |= ts_strv_push(a, "--");
 	for (char **c = o->argv; *c; c++)
 		r |= ts_strv_push(a, *c);
 	return r ? ts_err(err, -ENOMEM, "build helper command line") : 0;
-}
-
-/* chown every entry below path (never following symlinks) to uid:gid. */
-static int ts_chown_tree(const char *path, unsigned long uid, unsigned long gid)
-{
-	char cmdpath[4200];
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	int r = 0;
-
-	if (lchown(path, (uid_t)uid, (gid_t)gid) < 0)
-		return -errno;
-	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-		return 0;
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) && r == 0) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(cmdpath, sizeof(cmdpath), "%s/%s", path, de->d_name);
-		r = ts_chown_tree(cmdpath, uid, gid);
-	}
-	closedir(d);
-	return r;
 }
 
 /* chown a directory we created for root's sandboxes to the mapped host id. */
@@ -515,9 +556,22 @@ static int prepare_durable(struct ts_prepared *p, struct ts_error *err)
 	return 0;
 }
 
+/* A one-shot run claims its id before it makes anything a kill -9 would leave behind
+ * (leftovers.h); durable sandboxes, --keep and --dry-run keep what they make. */
+static int claim(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
+{
+	int r;
+
+	if (p->claimed || o->durable_id || o->keep || o->dry_run)
+		return 0;
+	r = ts_leftovers_claim(p->paths.root, p->id, err);
+	p->claimed = r == 0;
+	return r;
+}
+
 static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
-	_cleanup_close_ int wsfd = -EBADF;
+	_cleanup_close_ int wsfd = -EBADF, upper_fd = -EBADF;
 	struct stat hst;
 	char sub[4200], profile[4200];
 	const char *prof;
@@ -557,6 +611,8 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	p->upper = o->as_root || o->policy->n_ro_binds > 0 || o->durable_id;
 	if (!p->upper && o->workspace)
 		goto dirs_done;
+	if ((r = claim(p, o, err)) < 0)
+		return r;
 	if (mkdir(p->dir, 0700) < 0 && !(o->durable_id && errno == EEXIST))
 		return ts_err_errno(err, -errno, "create `%s`", p->dir);
 	p->dir_created = !o->durable_id;
@@ -578,48 +634,26 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 		return ts_err_errno(err, -errno, "create `%s`", sub);
 	if (r < 0)
 		return r;
-	/* Mount points for extra binds are made here, as the caller, in the upper layer:
-	 * inside, the directory above may belong to an id the sandbox cannot write as. */
+	/* Mount points for extra binds, made in the upper layer the sandbox has written:
+	 * fd-relative, never through its symlinks (upper.h) */
+	snprintf(sub, sizeof(sub), "%s/upper", p->dir);
+	upper_fd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (upper_fd < 0 && o->policy->n_ro_binds)
+		return ts_err_errno(err, -errno, "open `%s/upper`", p->dir);
 	for (size_t i = 0; i < o->policy->n_ro_binds; i++) {
-		const char *dst = o->policy->ro_binds[i].dst;
-		char mp[4200];
+		const struct ts_bind *b = &o->policy->ro_binds[i];
 		struct stat bst;
 
-		if (ts_startswith(dst, "/home/user/") || !strcmp(dst, "/home/user"))
+		if (ts_startswith(b->dst, "/home/user/") || !strcmp(b->dst, "/home/user"))
 			continue; /* inside the workspace bind */
-		snprintf(mp, sizeof(mp), "%s/upper%s", p->dir, dst);
-		if (stat(o->policy->ro_binds[i].src, &bst) < 0)
-			return ts_err_errno(
-				err, -errno, "%s%sro_binds source `%s`",
-				o->policy->ro_binds[i].origin ? o->policy->ro_binds[i].origin : "",
-				o->policy->ro_binds[i].origin ? ": " : "",
-				o->policy->ro_binds[i].src);
-		if (S_ISDIR(bst.st_mode))
-			r = ts_mkdir_p(AT_FDCWD, mp, 0755);
-		else {
-			char *slash = strrchr(mp, '/');
-
-			*slash = '\0';
-			r = ts_mkdir_p(AT_FDCWD, mp, 0755);
-			*slash = '/';
-			if (r == 0) {
-				int fd =
-					open(mp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-
-				if (fd < 0)
-					r = -errno;
-				else
-					close(fd);
-			}
-		}
+		if (stat(b->src, &bst) < 0)
+			return ts_err_errno(err, -errno, "%s%sro_binds source `%s`",
+					    b->origin ? b->origin : "", b->origin ? ": " : "",
+					    b->src);
+		r = ts_upper_mount_point(upper_fd, b->dst, S_ISDIR(bst.st_mode), getuid() == 0,
+					 (uid_t)p->idmap.user_uid, (gid_t)p->idmap.user_gid, err);
 		if (r < 0)
-			return ts_err_errno(err, r, "create mount point `%s`", mp);
-	}
-	if (getuid() == 0 && o->policy->n_ro_binds) {
-		snprintf(sub, sizeof(sub), "%s/upper", p->dir);
-		r = ts_chown_tree(sub, p->idmap.user_uid, p->idmap.user_gid);
-		if (r < 0)
-			return ts_err_errno(err, r, "chown `%s`", sub);
+			return r;
 	}
 dirs_done:
 	if (o->workspace) {
@@ -688,7 +722,11 @@ dirs_done:
 		if (r < 0)
 			return ts_err_prefix(err, r, "protected paths in `%s`", p->workspace);
 	}
-	return build_argv(p, o, err);
+	r = build_argv(p, o, err);
+	/* cgroups ts-<id> are made by the helper: claimed before it starts */
+	if (r == 0 && p->used_cgroup)
+		r = claim(p, o, err);
+	return r;
 }
 
 static void print_dry_run(const struct ts_prepared *p)
@@ -717,8 +755,8 @@ static void explain_failure(const struct ts_prepared *p, struct ts_error *err)
 }
 
 /* Start the helper; returns its pid and init's pidfd once the sandbox runs. */
-static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, pid_t *ret_init,
-			struct ts_error *err)
+static int spawn_helper(struct ts_prepared *p, const int *stdio, pid_t *ret_pid, int *ret_pidfd,
+			pid_t *ret_init, struct ts_error *err)
 {
 	_cleanup_close_ int bpf = -EBADF;
 	int sp[2], r;
@@ -748,7 +786,8 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, p
 		posix_spawn_file_actions_t fa;
 		posix_spawnattr_t attr;
 		sigset_t none;
-		int hi[4] = { -1, -1, -1, -1 };
+		int hi[7] = { -1, -1, -1, -1, -1, -1, -1 };
+		bool dup_failed = false;
 
 		sigemptyset(&none);
 		posix_spawn_file_actions_init(&fa);
@@ -760,8 +799,15 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, p
 		hi[1] = fcntl(sp[1], F_DUPFD_CLOEXEC, 64);
 		hi[2] = p->listen_fd >= 0 ? fcntl(p->listen_fd, F_DUPFD_CLOEXEC, 64) : -1;
 		hi[3] = p->logs_fd >= 0 ? fcntl(p->logs_fd, F_DUPFD_CLOEXEC, 64) : -1;
+		for (int k = 0; stdio && k < 3; k++) {
+			/* what the sandbox gets as its standard streams (relay.h) */
+			hi[4 + k] = fcntl(stdio[k], F_DUPFD_CLOEXEC, 64);
+			dup_failed |= hi[4 + k] < 0;
+		}
 		posix_spawn_file_actions_adddup2(&fa, hi[0], TS_FD_SECCOMP);
 		posix_spawn_file_actions_adddup2(&fa, hi[1], TS_FD_SYNC);
+		for (int k = 0; stdio && k < 3; k++)
+			posix_spawn_file_actions_adddup2(&fa, hi[4 + k], k);
 		if (p->listen_fd >= 0) {
 			/* a durable init keeps nothing of ours: not our terminal, not the pipe
 			 * our caller reads our output from */
@@ -777,12 +823,13 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, p
 		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
 		/* The helper gets no environment of ours: host-side code never honours the
 		 * caller's LD_* or similar (RT-06). */
-		r = (hi[0] < 0 || hi[1] < 0 || (p->listen_fd >= 0 && (hi[2] < 0 || hi[3] < 0)))
+		r = (hi[0] < 0 || hi[1] < 0 || dup_failed ||
+		     (p->listen_fd >= 0 && (hi[2] < 0 || hi[3] < 0)))
 			    ? errno
 			    : posix_spawn(&pid, p->paths.helper, &fa, &attr, p->argv.v, empty_env);
 		posix_spawn_file_actions_destroy(&fa);
 		posix_spawnattr_destroy(&attr);
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < 7; k++)
 			if (hi[k] >= 0)
 				close(hi[k]);
 		if (r != 0) {
@@ -818,8 +865,9 @@ static int spawn_helper(struct ts_prepared *p, pid_t *ret_pid, int *ret_pidfd, p
 	return 0;
 }
 
-/* Forward signals, enforce the timeout, wait for the helper. */
-static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms, int *ret_status)
+/* Forward signals, enforce the timeout, copy terminal streams, wait for the helper. */
+static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms,
+		     struct ts_relay *relay, int *ret_status)
 {
 	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 	_cleanup_close_ int sfd = -EBADF, tfd = -EBADF;
@@ -831,6 +879,7 @@ static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms
 	for (size_t i = 0; i < ELEMENTSOF(fwd); i++)
 		sigaddset(&mask, fwd[i]);
 	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGCONT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (timeout_ms) {
@@ -844,18 +893,29 @@ static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms
 			timerfd_settime(tfd, 0, &its, NULL);
 	}
 	for (;;) {
-		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN },
+		struct pollfd pfd[8] = { { .fd = sfd, .events = POLLIN },
 					 { .fd = tfd, .events = POLLIN } };
+		size_t n = 2 + ts_relay_pollfds(relay, pfd + 2);
 		pid_t w = waitpid(helper, &status, WNOHANG);
 
 		if (w == helper)
 			break;
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+		if (w < 0 && errno != EINTR) {
+			/* ECHILD: nothing to wait for would mean waiting forever */
+			status = TS_EXIT_SETUP << 8;
 			break;
+		}
+		if (poll(pfd, n, -1) < 0 && errno != EINTR)
+			break;
+		ts_relay_step(relay, pfd + 2);
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
-			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGCHLD)
+			if (read(sfd, &si, sizeof(si)) != sizeof(si))
+				continue;
+			if (si.ssi_signo == SIGCONT)
+				ts_relay_resume(relay);
+			else if (si.ssi_signo != SIGCHLD)
 				kill(helper, (int)si.ssi_signo);
 		}
 		if (tfd >= 0 && (pfd[1].revents & POLLIN)) {
@@ -876,6 +936,7 @@ static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms
 				kill(helper, SIGKILL);
 		}
 	}
+	ts_relay_finish(relay);
 	sigprocmask(SIG_UNBLOCK, &mask, NULL);
 	if (timed_out)
 		*ret_status = TS_EXIT_TIMEOUT;
@@ -895,24 +956,25 @@ static void cleanup(struct ts_prepared *p, const struct ts_run_opts *o)
 		snprintf(path, sizeof(path), "ts-%s", p->id);
 		ts_cgroup_remove(path);
 	}
-	if (!p->dir_created)
-		return;
-	if (o->keep || o->dry_run)
-		return;
-	if (p->fresh_workspace) {
-		ts_rm_rf_at(AT_FDCWD, p->dir);
-	} else {
-		snprintf(path, sizeof(path), "%s/upper", p->dir);
-		ts_rm_rf_at(AT_FDCWD, path);
-		snprintf(path, sizeof(path), "%s/work", p->dir);
-		ts_rm_rf_at(AT_FDCWD, path);
-		rmdir(p->dir);
+	if (p->dir_created && !o->keep && !o->dry_run) {
+		if (p->fresh_workspace) {
+			ts_rm_rf_at(AT_FDCWD, p->dir);
+		} else {
+			snprintf(path, sizeof(path), "%s/upper", p->dir);
+			ts_rm_rf_at(AT_FDCWD, path);
+			snprintf(path, sizeof(path), "%s/work", p->dir);
+			ts_rm_rf_at(AT_FDCWD, path);
+			rmdir(p->dir);
+		}
 	}
+	if (p->claimed)
+		ts_leftovers_release(p->paths.root, p->id);
 }
 
 int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 {
 	struct ts_prepared p;
+	struct ts_relay relay;
 	struct termios saved;
 	bool raw = false;
 	pid_t helper = -1, init_pid = 0;
@@ -920,6 +982,10 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 
 	memset(&p, 0, sizeof(p));
 	p.listen_fd = p.logs_fd = -EBADF;
+	ts_relay_init(&relay);
+	/* what earlier runs killed before their clean-up left (leftovers.h) */
+	if (o->paths && !o->dry_run)
+		ts_leftovers_sweep(o->paths->root);
 	r = prepare(&p, o, err);
 	if (r < 0)
 		goto out;
@@ -941,17 +1007,26 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 		cfmakeraw(&rawt);
 		raw = tcsetattr(STDIN_FILENO, TCSANOW, &rawt) == 0;
 	}
-	r = spawn_helper(&p, &helper, &pidfd, &init_pid, err);
+	/* With a pty, init copies between it and our terminal; otherwise a terminal among
+	 * our standard streams gets a pipe that we copy (relay.h) */
+	if (!p.use_pty && (r = ts_relay_setup(&relay, 7, err)) < 0)
+		goto out;
+	if (ts_relay_active(&relay))
+		signal(SIGTTIN, SIG_IGN);
+	r = spawn_helper(&p, ts_relay_active(&relay) ? relay.sandbox_fds : NULL, &helper, &pidfd,
+			 &init_pid, err);
+	ts_relay_handed_over(&relay);
 	if (r < 0)
 		explain_failure(&p, err);
 	if (r >= 0) {
-		supervise(helper, pidfd, o->policy->timeout_ms, ret_status);
+		supervise(helper, pidfd, o->policy->timeout_ms, &relay, ret_status);
 		if (pidfd >= 0)
 			close(pidfd);
 	}
 	if (raw)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 out:
+	ts_relay_close(&relay);
 	cleanup(&p, o);
 	prepared_free(&p);
 	return r < 0 ? r : 0;
@@ -970,7 +1045,7 @@ int ts_launch_durable(const struct ts_run_opts *o, pid_t *ret_init_pid, struct t
 		for (size_t i = 0; i < p.warnings.n; i++)
 			if (o->verbose || !strstr(p.warnings.v[i], "enforced as"))
 				fprintf(stderr, "toren-sandbox: warning: %s\n", p.warnings.v[i]);
-		r = spawn_helper(&p, &helper, &pidfd, ret_init_pid, err);
+		r = spawn_helper(&p, NULL, &helper, &pidfd, ret_init_pid, err);
 		if (r < 0)
 			explain_failure(&p, err);
 	}

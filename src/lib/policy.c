@@ -35,6 +35,8 @@ enum {
 	SET_TIMEOUT = 1 << 3,
 	SET_NOFILE = 1 << 4,
 	SET_FSIZE = 1 << 5,
+	SET_INOTIFY_INSTANCES = 1 << 6,
+	SET_INOTIFY_WATCHES = 1 << 7,
 };
 
 struct loader {
@@ -197,6 +199,11 @@ static int next(struct loader *l)
 	 * out exponential expansion ("billion laughs"). */
 	if (l->ev.type == YAML_ALIAS_EVENT)
 		return lerr(l, &l->ev.start_mark, -EINVAL, "aliases are not supported");
+	/* an anchor is only ever there for an alias: refused alike, as the man page says */
+	if ((l->ev.type == YAML_SCALAR_EVENT && l->ev.data.scalar.anchor) ||
+	    (l->ev.type == YAML_SEQUENCE_START_EVENT && l->ev.data.sequence_start.anchor) ||
+	    (l->ev.type == YAML_MAPPING_START_EVENT && l->ev.data.mapping_start.anchor))
+		return lerr(l, &l->ev.start_mark, -EINVAL, "anchors are not supported");
 	return 0;
 }
 
@@ -281,6 +288,11 @@ static bool starts_digit(const char *s)
 	return s[0] >= '0' && s[0] <= '9';
 }
 
+const char *ts_policy_too_large(int r)
+{
+	return r == -EOVERFLOW ? "too large; " : "";
+}
+
 int ts_policy_parse_memory(const char *s, unsigned long long *ret)
 {
 	int r = starts_digit(s) ? ts_parse_size(s, ret) : -EINVAL;
@@ -293,7 +305,9 @@ int ts_policy_parse_pids(const char *s, unsigned long long *ret)
 	int r = starts_digit(s) ? ts_parse_ull(s, ret) : -EINVAL;
 
 	/* init and the command are two processes already */
-	return r == 0 && (*ret < 2 || *ret > PIDS_MAX) ? -ERANGE : r;
+	if (r == 0 && *ret > PIDS_MAX)
+		return -EOVERFLOW;
+	return r == 0 && *ret < 2 ? -ERANGE : r;
 }
 
 /* "1", "1.5", "0.25": no sign, exponent, hex, inf or nan. */
@@ -320,13 +334,18 @@ int ts_policy_parse_cpus(const char *s, double *ret)
 	errno = 0;
 	v = strtod(s, &end);
 	/* the kernel's smallest CFS quota is 1 ms per 100 ms period */
-	if (errno || *end || !(v >= CPUS_MIN) || v > CPUS_MAX)
+	if (!errno && !*end && v > CPUS_MAX)
+		return -EOVERFLOW;
+	if (errno || *end || !(v >= CPUS_MIN))
 		return -ERANGE;
 	*ret = v;
 	return 0;
 }
 
-static const char *const limit_keys[] = { "memory", "pids", "cpus", "timeout", "nofile", "fsize" };
+static const char *const limit_keys[] = {
+	"memory",	  "pids", "cpus", "timeout", "nofile", "fsize", "inotify_instances",
+	"inotify_watches"
+};
 
 static int parse_limit(struct loader *l, size_t idx)
 {
@@ -373,12 +392,14 @@ static int parse_limit(struct loader *l, size_t idx)
 		want = "an integer from 1 to 2147483647";
 		if (r == 0)
 			r = ts_parse_ull(s, &v);
-		if (r == 0 && (v < 1 || v > NOFILE_MAX))
+		if (r == 0 && v > NOFILE_MAX)
+			r = -EOVERFLOW;
+		if (r == 0 && v < 1)
 			r = -ERANGE;
 		p->nofile = v;
 		l->set |= SET_NOFILE;
 		break;
-	default:
+	case 5:
 		want = "a size above 0, like 1G";
 		if (r == 0)
 			r = ts_parse_size(s, &v);
@@ -387,11 +408,28 @@ static int parse_limit(struct loader *l, size_t idx)
 		p->fsize = v;
 		l->set |= SET_FSIZE;
 		break;
+	default:
+		/* the kernel's sysctls take an int */
+		want = "an integer from 1 to 2147483647";
+		if (r == 0)
+			r = ts_parse_ull(s, &v);
+		if (r == 0 && v > INT_MAX)
+			r = -EOVERFLOW;
+		if (r == 0 && v < 1)
+			r = -ERANGE;
+		if (idx == 6) {
+			p->inotify_instances = v;
+			l->set |= SET_INOTIFY_INSTANCES;
+		} else {
+			p->inotify_watches = v;
+			l->set |= SET_INOTIFY_WATCHES;
+		}
+		break;
 	}
 	if (r < 0)
 		return lerr(l, &l->ev.start_mark, -EINVAL,
-			    "invalid value `%s` for `%s`: expected %s", show(b, s, strlen(s)), name,
-			    want);
+			    "invalid value `%s` for `%s`: %sexpected %s", show(b, s, strlen(s)),
+			    name, ts_policy_too_large(r), want);
 	return 0;
 }
 
@@ -470,7 +508,7 @@ static int env_item(struct loader *l)
 	if (r < 0)
 		return r;
 	if (p->n_env >= TS_POLICY_MAX_ENV)
-		return lerr(l, &l->ev.start_mark, -E2BIG, "more than %d entries in `env`",
+		return lerr(l, &l->ev.start_mark, -EINVAL, "more than %d entries in `env`",
 			    TS_POLICY_MAX_ENV);
 	/* Quote only the name: the value may be a secret (a token in an index URL). */
 	n = env_name_len(s);
@@ -817,6 +855,10 @@ static int merge(struct ts_policy *p, struct ts_policy *t, unsigned set)
 		p->nofile = t->nofile;
 	if (set & SET_FSIZE)
 		p->fsize = t->fsize;
+	if (set & SET_INOTIFY_INSTANCES)
+		p->inotify_instances = t->inotify_instances;
+	if (set & SET_INOTIFY_WATCHES)
+		p->inotify_watches = t->inotify_watches;
 	if (t->seccomp_profile) {
 		free(p->seccomp_profile);
 		p->seccomp_profile = TAKE_PTR(t->seccomp_profile);

@@ -46,7 +46,9 @@ struct ts_policy {
 	unsigned long long timeout_ms;	 /* 0: unset */
 	unsigned long long nofile;	 /* 0: unset */
 	unsigned long long fsize;	 /* 0: unset */
-	char **env;			 /* NAME or NAME=VALUE entries */
+	/* budgets of the sandbox's user namespace; 0: unset (half of the caller's) */
+	unsigned long long inotify_instances, inotify_watches;
+	char **env; /* NAME or NAME=VALUE entries */
 	size_t n_env;
 	struct ts_bind *ro_binds;
 	size_t n_ro_binds;
@@ -57,12 +59,14 @@ struct ts_policy {
 
 /*
  * The rules for limit values, one place for policy files and command-line flags alike.
- * Each returns 0, -EINVAL (not a value of that kind) or -ERANGE; TS_POLICY_WANT_* say
- * what a good value looks like, for error messages.
+ * Each returns 0, -EINVAL (not a value of that kind), -ERANGE (too small) or -EOVERFLOW
+ * (too large); TS_POLICY_WANT_* say what a good value looks like, for error messages,
+ * after ts_policy_too_large(r) ("too large; " for -EOVERFLOW, else "").
  */
 #define TS_POLICY_WANT_MEMORY "a size of at least 4M, like 512M"
 #define TS_POLICY_WANT_PIDS "an integer from 2 to 4194304"
 #define TS_POLICY_WANT_CPUS "a number from 0.01 to 1024, like 1.5"
+const char *ts_policy_too_large(int r);
 int ts_policy_parse_memory(const char *s, unsigned long long *ret);
 int ts_policy_parse_pids(const char *s, unsigned long long *ret);
 int ts_policy_parse_cpus(const char *s, double *ret);

@@ -9,23 +9,12 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "util.h"
 
 #define TS_PROCS_MAX 4096
 
 /* How long init may take to answer a request (not the command's run time). */
 #define TS_REPLY_MS 30000
-
-/* Text from inside the sandbox goes to a terminal: no control characters (C0, DEL, and
- * the C1 range as UTF-8 0xC2 0x80-0x9F or raw 0x80-0x9F bytes). */
-static void sanitize(char *s)
-{
-	for (unsigned char *c = (unsigned char *)s; *c; c++) {
-		if (*c < 0x20 || *c == 0x7f)
-			*c = '?';
-		else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f)
-			c[0] = c[1] = '?';
-	}
-}
 
 /* ERROR from init: its code (bounded) and message, into err. */
 static int remote_error(const struct ts_ctl_msg *m, struct ts_error *err)
@@ -35,7 +24,7 @@ static int remote_error(const struct ts_ctl_msg *m, struct ts_error *err)
 
 	ts_ctl_get_u64(m, TS_T_CODE, &code);
 	ts_ctl_get_str(m, TS_T_MSG, msg, sizeof(msg));
-	sanitize(msg);
+	ts_sanitize_text(msg);
 	if (code == 0 || code > 4095)
 		code = EIO;
 	return ts_err(err, -(int)code, "%s", msg[0] ? msg : "error from the sandbox");
@@ -63,7 +52,10 @@ int ts_procs_spawn(int conn, const struct ts_spawn_req *req, uint64_t *ret_proc,
 		r = ts_ctl_put_u64(&m, TS_T_FLAGS, flags);
 	if (r < 0) {
 		ts_ctl_msg_free(&m);
-		return ts_err(err, r, "command line too large");
+		return ts_err(err, r,
+			      "command line too large: arguments and variables must fit in one "
+			      "%u KiB control message",
+			      TS_CTL_MAX_PAYLOAD / 1024);
 	}
 	r = ts_ctl_send(conn, &m, flags == TS_SPAWN_STDIO ? req->stdio : NULL,
 			flags == TS_SPAWN_STDIO ? 3 : 0);
@@ -202,7 +194,7 @@ int ts_procs_list(int conn, struct ts_proc_info **ret, size_t *n, struct ts_erro
 		ts_ctl_get_u64(&m, TS_T_ENDED, &pi->ended_ms);
 		if (ts_ctl_get_str(&m, TS_T_ARG, pi->command, sizeof(pi->command)) < 0)
 			snprintf(pi->command, sizeof(pi->command), "?");
-		sanitize(pi->command);
+		ts_sanitize_text(pi->command);
 		pi->pid = (pid_t)pid;
 		pi->running = !strcmp(state, "running");
 		pi->status = (int)status;

@@ -223,8 +223,11 @@ static void action_name(uint32_t action, char *buf, size_t len)
 
 /*
  * errnoRet (or, failing that, defaultErrnoRet) parameterises ERRNO and TRACE. ERRNO values
- * stop at 4095: larger ones are not errors to libc (MAX_ERRNO).
+ * stop at TS_SECCOMP_MAX_ERRNO: larger ones are not errors to libc (MAX_ERRNO is 4095),
+ * and libseccomp 2.5 refuses 4095 itself (as an opaque failure to create the filter).
  */
+#define TS_SECCOMP_MAX_ERRNO 4094
+
 static int parse_action(struct compiler *c, const char *what, json_t *jact, json_t *jret,
 			uint32_t *ret, struct ts_error *err)
 {
@@ -257,9 +260,9 @@ static int parse_action(struct compiler *c, const char *what, json_t *jact, json
 	else if (strcmp(s, "SCMP_ACT_ERRNO") == 0) {
 		if (!has_data)
 			data = EPERM;
-		if (data > 4095)
-			return ts_err(err, -ERANGE, "`%s`: %s: errno %u out of range", c->path,
-				      what, data);
+		if (data > TS_SECCOMP_MAX_ERRNO)
+			return ts_err(err, -ERANGE, "`%s`: %s: errno %u out of range (1..%d)",
+				      c->path, what, data, TS_SECCOMP_MAX_ERRNO);
 		*ret = SCMP_ACT_ERRNO(data);
 	} else if (strcmp(s, "SCMP_ACT_KILL") == 0 || strcmp(s, "SCMP_ACT_KILL_THREAD") == 0)
 		*ret = SCMP_ACT_KILL_THREAD;
@@ -711,8 +714,9 @@ static int parse_profile(struct compiler *c, json_t *root, struct ts_error *err)
 	jerrno = json_object_get(root, "defaultErrnoRet");
 	if (jerrno && !json_is_null(jerrno)) {
 		if (!json_is_integer(jerrno) || json_integer_value(jerrno) < 0 ||
-		    json_integer_value(jerrno) > 4095)
-			return ts_err(err, -EINVAL, "`%s`: bad `defaultErrnoRet`", c->path);
+		    json_integer_value(jerrno) > TS_SECCOMP_MAX_ERRNO)
+			return ts_err(err, -EINVAL, "`%s`: bad `defaultErrnoRet` (want 0..%d)",
+				      c->path, TS_SECCOMP_MAX_ERRNO);
 		c->def_errno = (unsigned int)json_integer_value(jerrno);
 		c->has_def_errno = true;
 	}

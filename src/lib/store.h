@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "procinfo.h"
 
 #define TS_NAME_MAX 64
 
@@ -96,10 +97,3 @@ int ts_store_touch(struct ts_store *s, const char *id, struct ts_error *err);
 
 void ts_sandbox_rec_free(struct ts_sandbox_rec *rec);
 void ts_sandbox_recs_free(struct ts_sandbox_rec *recs, size_t n);
-
-/* Does the process pid still run with that start time? (pid reuse safe). A zombie is not
- * running; start 0 means "any start time". */
-bool ts_proc_alive(pid_t pid, unsigned long long start);
-
-/* Start time (clock ticks since boot, /proc/PID/stat field 22) of pid, 0 if gone. */
-unsigned long long ts_proc_start_time(pid_t pid);

@@ -229,7 +229,7 @@ static char *sb_read(const char *path, int *r)
 	char *buf = NULL;
 	off_t len;
 
-	*r = ts_files_read_to_fd(T.conn, path, fd, &err);
+	*r = ts_files_read_to_fd(T.conn, path, fd, NULL, &err);
 	len = lseek(fd, 0, SEEK_END);
 	if (*r == 0 && len >= 0 && (buf = calloc(1, (size_t)len + 1)))
 		if (pread(fd, buf, (size_t)len, 0) != len) {
@@ -494,7 +494,7 @@ static void unit_read_write(void)
 		ts_ctl_msg_free(&m);
 	}
 	ok(raw_refused(TS_FILE_READ, "deep", 4, EISDIR), "read of a directory: EISDIR");
-	ok(ts_files_read_to_fd(T.conn, "nonexistent", -1, &err) == -ENOENT &&
+	ok(ts_files_read_to_fd(T.conn, "nonexistent", -1, NULL, &err) == -ENOENT &&
 		   strstr(err.msg, "`nonexistent`"),
 	   "read of a missing file: ENOENT naming the path (%s)", err.msg);
 	if (mkfifo(at(p, T.ws, "fifo"), 0644) == 0)
@@ -762,14 +762,14 @@ static void sec_paths(void)
 	int r;
 
 	/* FA-01 */
-	ok(ts_files_read_to_fd(T.conn, "../../../../etc/passwd", -1, &err) == -EINVAL,
+	ok(ts_files_read_to_fd(T.conn, "../../../../etc/passwd", -1, NULL, &err) == -EINVAL,
 	   "FA-01 read `../../../../etc/passwd`: EINVAL (%s)", err.msg);
 	ok(sb_write("a/../../x", "x", -1, &err) == -EINVAL && !exists(at(p, T.root, "home/x")) &&
 		   !exists(at(p, T.tmp, "x")),
 	   "FA-01 write `a/../../x`: EINVAL, nothing created");
 	ok(ts_files_list(T.conn, "..", 1, join_names, &n, &err) == -EINVAL,
 	   "FA-01 list `..`: EINVAL");
-	ok(ts_files_read_to_fd(T.conn, "/home/user/../../etc/passwd", -1, &err) == -EINVAL,
+	ok(ts_files_read_to_fd(T.conn, "/home/user/../../etc/passwd", -1, NULL, &err) == -EINVAL,
 	   "FA-01 an absolute path with `..`: EINVAL");
 	ok(ts_files_remove(T.conn, "x/..", &err) == -EINVAL &&
 		   ts_files_mkdir(T.conn, "..", 0755, &err) == -EINVAL &&
@@ -806,7 +806,7 @@ static void sec_paths(void)
 		longp[i] = '/';
 	longp[PATH_MAX + 1] = '\0';
 	ok(raw_refused(TS_FILE_READ, longp, PATH_MAX + 1, ENAMETOOLONG) &&
-		   ts_files_read_to_fd(T.conn, longp, -1, &err) == -ENAMETOOLONG,
+		   ts_files_read_to_fd(T.conn, longp, -1, NULL, &err) == -ENAMETOOLONG,
 	   "FA-03 a path of PATH_MAX + 1 bytes: ENAMETOOLONG");
 	memset(longn, 'n', sizeof(longn));
 	longn[NAME_MAX + 1] = '\0';
@@ -1142,11 +1142,11 @@ static void sec_copy_out(void)
 	   "FA-12 lying sandbox: `../evil`, `a/b`, `.`, `..` and `` are refused (%u)", c.skipped);
 	ok(stat(at(p, T.dest, "fake/ok"), &st) == 0 && (st.st_mode & 07777) == 0755,
 	   "FA-12 lying sandbox: its setuid mode is not copied");
-	r = ts_files_read_to_fd(conn, "esc", -1, &err);
+	r = ts_files_read_to_fd(conn, "esc", -1, NULL, &err);
 	ok(r == -EACCES && !strchr(err.msg, '\x1b') && !strchr(err.msg, '\x07') &&
 		   !strstr(err.msg, "\xc2\x9b"),
 	   "a sandbox's error message reaches the host without control characters (%s)", err.msg);
-	r = ts_files_read_to_fd(conn, "bad", -1, &err);
+	r = ts_files_read_to_fd(conn, "bad", -1, NULL, &err);
 	ok(r == -EPROTO, "file data at the wrong offset: EPROTO, connection dropped (%s)", err.msg);
 	ok(ts_files_stat(conn, "x", &(struct ts_file_info){ 0 }, &err) < 0,
 	   "... and the connection is not used again");

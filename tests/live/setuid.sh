@@ -44,5 +44,24 @@ as_user "$stage/toren-sandbox-helper" "${base[@]}" -- /bin/true; t $? "a direct 
 mkdir -m 700 "$stage/private"; echo secret >"$stage/private/f"; chmod 644 "$stage/private/f"
 as_user "$stage/toren-sandbox-helper" "${base[@]}" --ro-bind "$stage/private/f" /share -- /bin/true 2>"$stage/err"
 [ $? = 125 ] && grep -q 'open bind source.*Permission denied' "$stage/err"; t $? "a bind of a path the caller cannot read is refused ($(head -c 120 "$stage/err"))"
+# CAP_SYS_ADMIN is only permitted, not effective, while the helper opens the program and
+# the host paths: a FIFO as the program holds the helper in that open for us to look
+mkfifo -m 666 "$stage/fifo"
+as_user "$stage/toren-sandbox-helper" "${base[@]}" -- "$stage/fifo" 2>/dev/null &
+hpid=$!
+eff="" prm=""
+for i in $(seq 1 50); do
+	pid=$(pgrep -n -f "toren-sandbox-helper .*$stage/fifo" || true)
+	if [ -n "$pid" ] && grep -q '^CapPrm:.*[1-9a-f]' "/proc/$pid/status" 2>/dev/null; then
+		eff=$(awk '/^CapEff:/ { print $2 }' "/proc/$pid/status")
+		prm=$(awk '/^CapPrm:/ { print $2 }' "/proc/$pid/status")
+		break
+	fi
+	sleep 0.1
+done
+echo >"$stage/fifo" & # let the open return (the helper then refuses the FIFO)
+wait $hpid 2>/dev/null
+[ "$prm" = 0000000000200000 ] && [ "$eff" = 0000000000000000 ]
+t $? "setuid mode: CAP_SYS_ADMIN permitted but not effective while the program is opened (CapPrm $prm, CapEff $eff)"
 echo "1..$n"
 [ $failed = 0 ]

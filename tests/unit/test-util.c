@@ -20,14 +20,17 @@ int main(void)
 	struct ts_strv sv = { 0 };
 	int fd;
 
-	plan(33);
+	plan(0);
 	ok(ts_parse_size("512M", &v) == 0 && v == 512ULL << 20, "size 512M");
 	ok(ts_parse_size("1GiB", &v) == 0 && v == 1ULL << 30, "size 1GiB");
 	ok(ts_parse_size("4096", &v) == 0 && v == 4096, "size plain");
 	ok(ts_parse_size("-1", &v) == -EINVAL, "size negative refused");
 	ok(ts_parse_size("12X", &v) == -EINVAL, "size bad suffix refused");
 	ok(ts_parse_size("99999999999999999999", &v) < 0, "size overflow refused");
-	ok(ts_parse_size("17179869184T", &v) == -ERANGE, "size multiply overflow refused");
+	ok(ts_parse_size("17179869184T", &v) == -EOVERFLOW, "size multiply overflow refused");
+	ok(ts_parse_size("999999999T", &v) == -EOVERFLOW, "size too large says so");
+	ok(ts_parse_duration_ms("99999999999999999999", &v) == -EOVERFLOW,
+	   "duration too large says so");
 	ok(ts_parse_ull("42", &v) == 0 && v == 42, "ull");
 	ok(ts_parse_ull("4 2", &v) == -EINVAL, "ull with space refused");
 	ok(ts_parse_ull("", &v) == -EINVAL, "ull empty refused");
@@ -80,5 +83,38 @@ int main(void)
 		   access("/etc/hostname", F_OK) == 0,
 	   "rm -rf removes the tree and never follows a symlink");
 	ok(ts_rm_rf_at(AT_FDCWD, dir) == 0, "rm -rf temp dir");
-	return exit_status();
+
+	/* text from a sandbox on a terminal: controls and broken UTF-8 become `?` */
+	{
+		static const struct {
+			const char *in, *want, *what;
+		} cases[] = {
+			{ "plain text", "plain text", "plain text kept" },
+			{ "a\x1b[31mb", "a?[31mb", "ESC (C0) replaced" },
+			{ "del\x7f", "del?", "DEL replaced" },
+			{ "\xc2\x9b"
+			  "2J",
+			  "??2J", "C1 CSI as UTF-8 replaced" },
+			{ "\x9b"
+			  "2J",
+			  "?2J", "raw 8-bit CSI (0x9b) replaced" },
+			{ "x\x85y\x9dz", "x?y?z", "raw 8-bit NEL and OSC replaced" },
+			{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+			  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+			  "valid UTF-8 (2, 3, 4 bytes) kept" },
+			{ "\xc3", "?", "truncated sequence replaced" },
+			{ "\xc0\x9b", "??", "overlong encoding of CSI replaced" },
+			{ "\xe0\x82\x9b", "???", "3-byte overlong replaced" },
+			{ "\xed\xa0\x80", "???", "UTF-16 surrogate replaced" },
+			{ "\xf4\x90\x80\x80", "????", "beyond U+10FFFF replaced" },
+			{ "\xc2\xa0nbsp", "\xc2\xa0nbsp", "U+00A0 (not C1) kept" },
+		};
+
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			snprintf(buf, sizeof(buf), "%s", cases[i].in);
+			ts_sanitize_text(buf);
+			ok(!strcmp(buf, cases[i].want), "sanitize: %s", cases[i].what);
+		}
+	}
+	return done();
 }
