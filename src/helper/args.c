@@ -118,8 +118,8 @@ static struct ts_mount_op *add_op(struct ts_helper_ctx *ctx, enum ts_mount_kind 
 	op = &ops[ctx->n_ops++];
 	memset(op, 0, sizeof(*op));
 	op->kind = kind;
-	op->src_fd = op->upper_fd = op->work_fd = -EBADF;
-	op->owner = -1;
+	op->src_fd = op->upper_fd = op->work_fd = op->idmapped_fd = -EBADF;
+	op->owner = op->map_uid = op->map_gid = -1;
 	for (size_t i = 0; i < TS_HELPER_MAX_LOWERS; i++)
 		op->lower_fds[i] = -EBADF;
 	return op;
@@ -147,7 +147,7 @@ static void usage(void)
 	      "  --rlimit NAME=SOFT[:HARD] --userns-limit NAME=N\n"
 	      "  --cgroup NAME --cgroup-memory BYTES\n"
 	      "  --cgroup-pids N --cgroup-cpu-quota USEC --die-with-parent --detach\n"
-	      "  --argv0 NAME --init-setid --owner ID\n"
+	      "  --argv0 NAME --init-setid --owner ID --bind-owner UID:GID\n"
 	      "  --help --version\n",
 	      stdout);
 }
@@ -159,6 +159,7 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	unsigned long long pending_size = 0, v;
 	mode_t pending_mode = 0;
 	long long pending_owner = -1; /* --owner: uid (== gid) of the next --tmpfs or --dir */
+	long long pending_map_uid = -1, pending_map_gid = -1; /* --bind-owner: the next bind */
 	int i, r;
 
 	memset(ctx, 0, sizeof(*ctx));
@@ -223,6 +224,26 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			if (op->src[0] != '/')
 				return ts_err(err, -EINVAL, "%s: source `%s` is not absolute", a,
 					      op->src);
+			op->map_uid = pending_map_uid;
+			op->map_gid = pending_map_gid;
+			pending_map_uid = pending_map_gid = -1;
+		} else if (!strcmp(a, "--bind-owner")) {
+			unsigned long long u, g;
+			char *colon;
+
+			NEED(1);
+			colon = strchr(argv[++i], ':');
+			if (!colon || (*colon = '\0', ts_parse_ull(argv[i], &u) < 0) ||
+			    ts_parse_ull(colon + 1, &g) < 0 || u > 0xfffffffeULL ||
+			    g > 0xfffffffeULL) {
+				if (colon)
+					*colon = ':';
+				return ts_err(err, -EINVAL, "bad --bind-owner `%s`: want UID:GID",
+					      argv[i]);
+			}
+			*colon = ':';
+			pending_map_uid = (long long)u;
+			pending_map_gid = (long long)g;
 		} else if (!strcmp(a, "--size")) {
 			NEED(1);
 			if (ts_parse_size(argv[++i], &pending_size) < 0)
@@ -400,6 +421,8 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 		return ts_err(err, -EINVAL, "--overlay-src without a following --overlay");
 	if (pending_owner >= 0)
 		return ts_err(err, -EINVAL, "--owner without a following --tmpfs or --dir");
+	if (pending_map_uid >= 0)
+		return ts_err(err, -EINVAL, "--bind-owner without a following --bind");
 	if (i >= argc)
 		return ts_err(err, -EINVAL, "no program given after `--`");
 	ctx->argv = argv + i;

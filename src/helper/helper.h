@@ -55,6 +55,10 @@ struct ts_mount_op {
 	mode_t mode;
 	long long owner; /* --owner (tmpfs, dir): uid and gid inside; -1: the creator's */
 	bool ro;
+	/* --bind-owner (binds): host ids that appear as the sandbox's user through an
+	 * id-mapped mount (-1: a plain bind), and that mount, made by the parent */
+	long long map_uid, map_gid;
+	int idmapped_fd;
 };
 
 struct ts_idmap_line {

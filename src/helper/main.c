@@ -44,6 +44,7 @@
 #include "cleanup.h"
 #include "helper.h"
 #include "idmap.h"
+#include "idmount.h"
 #include "mount.h"
 #include "net.h"
 #include "ns.h"
@@ -341,6 +342,12 @@ int main(int argc, char **argv)
 	if ((r = ts_proc_open_program(ctx.argv[0], ctx.uid_map, ctx.n_uid_map, &prog_fd, &err)) <
 		    0 ||
 	    (r = move_high(&prog_fd, &err)) < 0) {
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
+	}
+	/* id-mapped binds are made here, by the host's root: the child has no privilege over
+	 * the host's file systems (idmount.h) */
+	if ((r = ts_idmount_prepare(&ctx, &err)) < 0) {
 		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
 	}

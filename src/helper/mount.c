@@ -259,6 +259,8 @@ int ts_mount_open_sources(struct ts_helper_ctx *ctx, struct ts_mount_state *st,
 		switch (op->kind) {
 		case TS_MOUNT_BIND:
 		case TS_MOUNT_RO_BIND:
+			if (op->idmapped_fd >= 0)
+				break; /* the parent's id-mapped tree (idmount.h) */
 			op->src_fd = open(op->src, O_PATH | O_CLOEXEC);
 			if (op->src_fd < 0)
 				return ts_err_errno(err, -errno, "open bind source `%s`", op->src);
@@ -559,7 +561,7 @@ static int do_op(struct ts_mount_state *st, struct ts_mount_op *op, struct ts_er
 	case TS_MOUNT_RO_BIND: {
 		struct stat sb;
 
-		if (fstat(op->src_fd, &sb) < 0)
+		if (fstat(op->idmapped_fd >= 0 ? op->idmapped_fd : op->src_fd, &sb) < 0)
 			return ts_err_errno(err, -errno, "stat `%s`", op->src);
 		file_target = !S_ISDIR(sb.st_mode);
 		break;
@@ -580,9 +582,13 @@ static int do_op(struct ts_mount_state *st, struct ts_mount_op *op, struct ts_er
 			return ts_err_errno(err, -errno, "chown `%s` to %lld", op->dest, op->owner);
 		return 0;
 	case TS_MOUNT_BIND:
+		if (op->idmapped_fd >= 0) /* nosuid, nodev and the mapping are set already */
+			return attach(st, op->idmapped_fd, target, op->dest, err);
 		return mount_bind(st, op->src_fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target,
 				  op->dest, err);
 	case TS_MOUNT_RO_BIND:
+		if (op->idmapped_fd >= 0)
+			return attach(st, op->idmapped_fd, target, op->dest, err);
 		return mount_bind(st, op->src_fd,
 				  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target,
 				  op->dest, err);

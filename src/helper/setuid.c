@@ -13,6 +13,9 @@ static int check_request(const struct ts_helper_ctx *ctx, uid_t ruid, gid_t rgid
 {
 	if (ctx->cgroup.name)
 		return ts_err(err, -EPERM, "setuid mode: --cgroup is not allowed");
+	for (size_t i = 0; i < ctx->n_ops; i++)
+		if (ctx->ops[i].map_uid >= 0)
+			return ts_err(err, -EPERM, "setuid mode: --bind-owner is not allowed");
 	if (ctx->newidmap)
 		return 0; /* newuidmap/newgidmap check /etc/subuid and /etc/subgid themselves */
 	if (ctx->n_uid_map != 1 || ctx->uid_map[0].outside != ruid || ctx->uid_map[0].count != 1)

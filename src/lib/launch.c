@@ -72,6 +72,9 @@ struct ts_prepared {
 	bool as_root;		       /* every process of the sandbox is its root */
 	bool use_pty;		       /* run -t with a terminal: init makes a pty */
 	bool claimed;		       /* run: $ROOT/oneshot/<id> is ours (leftovers.h) */
+	long long ws_owner_uid;	       /* >= 0: bind the workspace id-mapped, its owner */
+	long long ws_owner_gid;	       /* appearing as the sandbox's user */
+	unsigned seccomp_flags;	       /* TS_SECCOMP_* */
 };
 
 static void prepared_free(struct ts_prepared *p)
@@ -378,6 +381,10 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		r |= ts_strv_push(a, pol->ro_binds[i].src);
 		r |= ts_strv_push(a, pol->ro_binds[i].dst);
 	}
+	if (p->ws_owner_uid >= 0) {
+		r |= ts_strv_push(a, "--bind-owner");
+		r |= ts_strv_pushf(a, "%lld:%lld", p->ws_owner_uid, p->ws_owner_gid);
+	}
 	r |= ts_strv_push(a, "--bind");
 	r |= ts_strv_push(a, p->workspace);
 	r |= ts_strv_push(a, "/home/user");
@@ -668,7 +675,17 @@ dirs_done:
 				      "(host uid %lu): it may not be writable inside",
 				      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid);
 		else if (stat(p->workspace, &wst) == 0 && wst.st_uid != (uid_t)p->idmap.user_uid &&
-			 getuid() == 0)
+			 !strcmp(p->idmap.mode, "root-range") && !p->setuid_helper) {
+			/* Root in the host's namespace (a CI job's checkout): the workspace is
+			 * bound id-mapped, its owner appearing as the sandbox's user, and what
+			 * the sandbox creates there belongs to that owner on the host. The
+			 * setid guard then keeps the sandbox from leaving a setuid file owned
+			 * by that owner, root, on the host (seccomp-setid.h). */
+			p->ws_owner_uid = (long long)wst.st_uid;
+			p->ws_owner_gid = (long long)wst.st_gid;
+			p->seccomp_flags |= TS_SECCOMP_GUARD_SETID;
+		} else if (stat(p->workspace, &wst) == 0 &&
+			   wst.st_uid != (uid_t)p->idmap.user_uid && getuid() == 0)
 			ts_strv_pushf(
 				&p->warnings,
 				"workspace `%s` is owned by uid %u; the sandbox user is host "
@@ -712,7 +729,7 @@ dirs_done:
 		prof = profile;
 	}
 	snprintf(sub, sizeof(sub), "%s/cache/seccomp", p->paths.root);
-	r = ts_seccomp_compile_cached(prof, sub, p->bpf, sizeof(p->bpf), err);
+	r = ts_seccomp_compile_cached(prof, p->seccomp_flags, sub, p->bpf, sizeof(p->bpf), err);
 	if (r < 0)
 		return r;
 
@@ -982,6 +999,7 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 
 	memset(&p, 0, sizeof(p));
 	p.listen_fd = p.logs_fd = -EBADF;
+	p.ws_owner_uid = p.ws_owner_gid = -1;
 	ts_relay_init(&relay);
 	/* what earlier runs killed before their clean-up left (leftovers.h) */
 	if (o->paths && !o->dry_run)
@@ -1040,6 +1058,7 @@ int ts_launch_durable(const struct ts_run_opts *o, pid_t *ret_init_pid, struct t
 
 	memset(&p, 0, sizeof(p));
 	p.listen_fd = p.logs_fd = -EBADF;
+	p.ws_owner_uid = p.ws_owner_gid = -1;
 	r = prepare(&p, o, err);
 	if (r >= 0) {
 		for (size_t i = 0; i < p.warnings.n; i++)

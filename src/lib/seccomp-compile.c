@@ -14,6 +14,7 @@
  * skipped, as runc does.
  */
 #include "seccomp-compile.h"
+#include "seccomp-setid.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -870,8 +871,8 @@ static int build_filter(struct compiler *c, scmp_filter_ctx *ret, struct ts_erro
 }
 
 /* Parse and build from bytes already in memory (the same bytes the cache key hashed). */
-static int compile_buf(const char *path, const char *buf, size_t len, scmp_filter_ctx *ret,
-		       struct ts_error *err)
+static int compile_buf(const char *path, const char *buf, size_t len, unsigned flags,
+		       scmp_filter_ctx *ret, struct ts_error *err)
 {
 	json_auto_t *root = NULL;
 	struct compiler c = { .path = path };
@@ -893,7 +894,9 @@ static int compile_buf(const char *path, const char *buf, size_t len, scmp_filte
 		return ts_err(err, -EINVAL, "`%s:%d:%d`: %s", path, jerr.line, jerr.column,
 			      jerr.text);
 
-	r = parse_profile(&c, root, err);
+	r = (flags & TS_SECCOMP_GUARD_SETID) ? ts_seccomp_guard_setid(root, path, err) : 0;
+	if (r >= 0)
+		r = parse_profile(&c, root, err);
 	if (r >= 0)
 		r = build_filter(&c, ret, err);
 	free(c.rules);
@@ -941,7 +944,7 @@ static int export_bpf(const char *path, scmp_filter_ctx ctx, int fd, struct ts_e
 	return 0;
 }
 
-int ts_seccomp_compile_to_fd(const char *profile_path, int fd, struct ts_error *err)
+int ts_seccomp_compile_to_fd(const char *profile_path, unsigned flags, int fd, struct ts_error *err)
 {
 	_cleanup_(scmp_ctx_freep) scmp_filter_ctx ctx = NULL;
 	_cleanup_free_ char *buf = NULL;
@@ -951,13 +954,13 @@ int ts_seccomp_compile_to_fd(const char *profile_path, int fd, struct ts_error *
 	r = read_profile(profile_path, &buf, &len, err);
 	if (r < 0)
 		return r;
-	r = compile_buf(profile_path, buf, len, &ctx, err);
+	r = compile_buf(profile_path, buf, len, flags, &ctx, err);
 	if (r < 0)
 		return r;
 	return export_bpf(profile_path, ctx, fd, err);
 }
 
-int ts_seccomp_export_pfc(const char *profile_path, int fd, struct ts_error *err)
+int ts_seccomp_export_pfc(const char *profile_path, unsigned flags, int fd, struct ts_error *err)
 {
 	_cleanup_(scmp_ctx_freep) scmp_filter_ctx ctx = NULL;
 	_cleanup_free_ char *buf = NULL;
@@ -967,7 +970,7 @@ int ts_seccomp_export_pfc(const char *profile_path, int fd, struct ts_error *err
 	r = read_profile(profile_path, &buf, &len, err);
 	if (r < 0)
 		return r;
-	r = compile_buf(profile_path, buf, len, &ctx, err);
+	r = compile_buf(profile_path, buf, len, flags, &ctx, err);
 	if (r < 0)
 		return r;
 	r = seccomp_export_pfc(ctx, fd);
@@ -987,8 +990,8 @@ static void sha256_str(struct sha256_ctx *h, const char *s)
  * and, because distributions patch tables without bumping it, the set of numbers it can
  * name), the native arch and the kernel release (includes/excludes "minKernel").
  */
-static int cache_key(const char *buf, size_t len, char hex[2 * SHA256_DIGEST_SIZE + 1],
-		     struct ts_error *err)
+static int cache_key(const char *buf, size_t len, unsigned flags,
+		     char hex[2 * SHA256_DIGEST_SIZE + 1], struct ts_error *err)
 {
 	const struct scmp_version *v = seccomp_version();
 	const struct arch_name *arch = native_arch();
@@ -1013,6 +1016,8 @@ static int cache_key(const char *buf, size_t len, char hex[2 * SHA256_DIGEST_SIZ
 	sha256_update(&h, sizeof(known), known);
 	sha256_str(&h, arch->scmp);
 	sha256_str(&h, u.release);
+	snprintf(tmp, sizeof(tmp), "flags %x", flags);
+	sha256_str(&h, tmp);
 	sha256_update(&h, sizeof(n), (const uint8_t *)&n);
 	sha256_update(&h, len, (const uint8_t *)buf);
 	sha256_digest(&h, sizeof(digest), digest);
@@ -1061,10 +1066,10 @@ static int open_cache_dir(const char *cache_dir, char *abs, size_t abs_len, int 
  * size, mtime, ctime). Any change to either gives another name, so a stale link is
  * never followed to an old program.
  */
-static int stat_key(const char *profile_path, char *buf, size_t len)
+static int stat_key(const char *profile_path, unsigned flags, char *buf, size_t len)
 {
 	struct stat a, b;
-	unsigned long long h = 1469598103934665603ULL, v[12];
+	unsigned long long h = 1469598103934665603ULL, v[13];
 
 	if (stat(profile_path, &a) < 0 || stat("/proc/self/exe", &b) < 0)
 		return -errno;
@@ -1080,7 +1085,8 @@ static int stat_key(const char *profile_path, char *buf, size_t len)
 	v[9] = (unsigned long long)b.st_mtim.tv_sec;
 	v[10] = (unsigned long long)b.st_mtim.tv_nsec;
 	v[11] = (unsigned long long)a.st_ctim.tv_sec;
-	for (size_t i = 0; i < 12; i++)
+	v[12] = flags;
+	for (size_t i = 0; i < 13; i++)
 		for (int k = 0; k < 8; k++) {
 			h ^= (v[i] >> (8 * k)) & 0xff;
 			h *= 1099511628211ULL;
@@ -1112,8 +1118,8 @@ static void link_stat_key(int dfd, const char *skey, const char *target)
 		unlinkat(dfd, tmp, 0);
 }
 
-int ts_seccomp_compile_cached(const char *profile_path, const char *cache_dir, char *ret_path,
-			      size_t ret_path_len, struct ts_error *err)
+int ts_seccomp_compile_cached(const char *profile_path, unsigned flags, const char *cache_dir,
+			      char *ret_path, size_t ret_path_len, struct ts_error *err)
 {
 	_cleanup_(scmp_ctx_freep) scmp_filter_ctx ctx = NULL;
 	_cleanup_free_ char *buf = NULL;
@@ -1130,7 +1136,7 @@ int ts_seccomp_compile_cached(const char *profile_path, const char *cache_dir, c
 	/* Fast path, on every sandbox start: the content key costs a read, a SHA-256 and a
 	 * libseccomp probe; the same profile file, unchanged, with the same executable (our
 	 * libseccomp is linked in) maps to it through a symlink named by stat data. */
-	if (stat_key(profile_path, skey, sizeof(skey)) == 0) {
+	if (stat_key(profile_path, flags, skey, sizeof(skey)) == 0) {
 		char target[2 * SHA256_DIGEST_SIZE + 8];
 		ssize_t n = readlinkat(dfd, skey, target, sizeof(target) - 1);
 
@@ -1146,7 +1152,7 @@ int ts_seccomp_compile_cached(const char *profile_path, const char *cache_dir, c
 	r = read_profile(profile_path, &buf, &len, err);
 	if (r < 0)
 		return r;
-	r = cache_key(buf, len, hex, err);
+	r = cache_key(buf, len, flags, hex, err);
 	if (r < 0)
 		return r;
 	snprintf(name, sizeof(name), "%s.bpf", hex);
@@ -1164,7 +1170,7 @@ int ts_seccomp_compile_cached(const char *profile_path, const char *cache_dir, c
 		return 0;
 	}
 
-	r = compile_buf(profile_path, buf, len, &ctx, err);
+	r = compile_buf(profile_path, buf, len, flags, &ctx, err);
 	if (r < 0)
 		return r;
 

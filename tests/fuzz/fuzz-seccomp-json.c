@@ -346,7 +346,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(ts_write_all(in, data, size) == 0);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", in);
 
-	r = ts_seccomp_compile_to_fd(path, out, &err);
+	r = ts_seccomp_compile_to_fd(path, 0, out, &err);
 	CHECK(fstat(out, &st) == 0);
 	if (r < 0) {
 		CHECK(r >= -4095 && err.code == -r);

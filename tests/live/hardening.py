@@ -553,6 +553,68 @@ else:
     t(st != 0 and "symlink" in err, f"H5 the next start refuses to follow it ({err.strip()[:160]})")
     t(os.listdir(outside) == [], f"H5 nothing was created in the host directory ({os.listdir(outside)})")
 
+# --- root-owned workspaces (a CI job as root): id-mapped, with the setid guard -------
+rws = os.path.join(tmp, "rootws")
+os.makedirs(rws)
+with open(os.path.join(rws, ".env"), "w") as f:
+    f.write("TOKEN=secret\n")
+with open(os.path.join(rws, "old"), "w") as f:
+    f.write("data\n")
+os.chmod(os.path.join(rws, ".env"), 0o600)
+os.chmod(rws, 0o700)
+setid = r"""
+import ctypes, os, stat
+libc = ctypes.CDLL(None, use_errno=True)
+def err(f):
+    try:
+        f(); return 0
+    except OSError as e:
+        return e.errno
+res = {}
+res["owner"] = os.stat("/home/user/old").st_uid
+res["read-env"] = int(open("/home/user/.env").read().startswith("TOKEN"))
+res["write-env"] = err(lambda: open("/home/user/.env", "w"))
+open("/home/user/made", "w").write("x")
+res["chmod-755"] = err(lambda: os.chmod("/home/user/made", 0o755))
+res["chmod-4755"] = err(lambda: os.chmod("/home/user/made", 0o4755))
+res["chmod-2755"] = err(lambda: os.chmod("/home/user/made", 0o2755))
+res["fchmod-4755"] = err(lambda: os.fchmod(os.open("/home/user/made", os.O_RDONLY), 0o4755))
+res["creat-4755"] = err(lambda: os.open("/home/user/s1", os.O_CREAT | os.O_WRONLY, 0o4755))
+res["creat-644"] = err(lambda: os.open("/home/user/s2", os.O_CREAT | os.O_WRONLY, 0o644))
+res["mknod-4755"] = err(lambda: os.mknod("/home/user/s3", stat.S_IFREG | 0o4755))
+r = libc.syscall(437, -100, b"/home/user/s4", None, 0)   # openat2: ENOSYS (EFAULT if allowed)
+res["openat2"] = ctypes.get_errno() if r < 0 else 0
+print(" ".join("%s=%s" % kv for kv in res.items()))
+"""
+if mode == "root":
+    st, out, err = ts("run", "--workspace", rws, "--", "python3", "-c", setid)
+    res = dict(kv.split("=") for kv in out.split()) if st == 0 else {}
+    if st != 0:
+        diag(err)
+    t(st == 0, "R1 run with a root-owned (0700) workspace holding a protected file starts")
+    t(res.get("owner") == "1000", f"R1 its owner appears as the sandbox's user ({res.get('owner')})")
+    t(res.get("read-env") == "1" and res.get("write-env") == "30",
+      f"R1 the protected file reads, and is read-only (EROFS) ({res.get('write-env')})")
+    st_made = os.stat(os.path.join(rws, "made")) if os.path.exists(os.path.join(rws, "made")) else None
+    t(st_made is not None and st_made.st_uid == 0 and st_made.st_gid == 0,
+      "R1 a file the sandbox creates belongs to the workspace's owner (root) on the host")
+    t(res.get("chmod-755") == "0" and res.get("creat-644") == "0", "R1 ordinary modes work (control)")
+    for key in ("chmod-4755", "chmod-2755", "fchmod-4755", "creat-4755", "mknod-4755"):
+        t(res.get(key) == "1", f"R1 setid guard: {key} is EPERM (got {res.get(key)})")
+    t(res.get("openat2") == "38", f"R1 setid guard: openat2 is ENOSYS (got {res.get('openat2')})")
+    bad = [x for x in os.listdir(rws) if os.stat(os.path.join(rws, x)).st_mode & 0o6000]
+    t(not bad, f"R1 no setuid or setgid file appeared on the host ({bad})")
+    sbr = create("--workspace", rws)
+    st, out, err = ts("exec", sbr, "--", "sh", "-c", "echo durable > /home/user/d2; stat -c %u /home/user/d2")
+    t(st == 0 and out.strip() == "1000" and os.stat(os.path.join(rws, "d2")).st_uid == 0,
+      f"R1 a durable sandbox around a root-owned workspace ({err.strip()})")
+    st, out, err = ts("run", "--", "python3", "-c", "import os; os.close(os.open('/home/user/x', os.O_CREAT|os.O_WRONLY, 0o4755)); print('ok')")
+    t(st == 0 and "ok" in out, "R1 without an id-mapped workspace there is no setid guard (control)")
+else:
+    os.chmod(rws, 0o755)
+    st, out, err = ts("run", "--workspace", rws, "--", "true")
+    t("owned by uid" in err, f"R1 not root: a workspace of another owner only gets the warning ({err.strip()[:120]})")
+
 for sid in created:
     ts("rm", "-f", "--purge", sid)
 subprocess.run(["rm", "-rf", tmp])

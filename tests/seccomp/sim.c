@@ -45,12 +45,18 @@ static int read_fd(int fd, struct sim_prog *prog)
 
 int sim_compile(const char *profile_path, struct sim_prog *prog, struct ts_error *err)
 {
+	return sim_compile_flags(profile_path, 0, prog, err);
+}
+
+int sim_compile_flags(const char *profile_path, unsigned flags, struct sim_prog *prog,
+		      struct ts_error *err)
+{
 	_cleanup_close_ int fd = memfd_create("sim", MFD_CLOEXEC);
 	int r;
 
 	if (fd < 0)
 		return ts_err_errno(err, -errno, "memfd_create");
-	r = ts_seccomp_compile_to_fd(profile_path, fd, err);
+	r = ts_seccomp_compile_to_fd(profile_path, flags, fd, err);
 	if (r < 0)
 		return r;
 	r = read_fd(fd, prog);

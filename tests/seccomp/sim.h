@@ -21,6 +21,10 @@ struct sim_prog {
 /* Compile profile_path with ts_seccomp_compile_to_fd into prog. 0 or -errno. */
 int sim_compile(const char *profile_path, struct sim_prog *prog, struct ts_error *err);
 
+/* The same with TS_SECCOMP_* flags. */
+int sim_compile_flags(const char *profile_path, unsigned flags, struct sim_prog *prog,
+		      struct ts_error *err);
+
 /* Read a .bpf file (as the cache writes it). 0 or -errno. */
 int sim_read_file(const char *path, struct sim_prog *prog);
 

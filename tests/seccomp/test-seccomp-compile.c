@@ -97,6 +97,70 @@ static void expect_action(const struct sim_prog *prog, const char *name, int nr,
 		diag("  expected %s", sim_action_str(want, exp, sizeof(exp)));
 }
 
+/* Run name(args) in prog; the action. */
+static uint32_t call_args(const struct sim_prog *prog, const char *name, uint64_t a0, uint64_t a1,
+			  uint64_t a2, uint64_t a3)
+{
+	struct seccomp_data d = { .nr = nr_of(name),
+				  .arch = sim_native_audit_arch(),
+				  .args = { a0, a1, a2, a3 } };
+	uint32_t ret = 0xdeadbeef;
+
+	if (sim_run(prog, &d, &ret) < 0)
+		return 0xdeadbeef;
+	return ret;
+}
+
+/* The setid guard of an id-mapped workspace (seccomp-setid.h), on the default profile. */
+static void test_setid_guard(const char *profile)
+{
+	static const struct {
+		const char *name;
+		uint64_t a[4];
+		bool allow;
+		const char *what;
+	} cases[] = {
+		{ "chmod", { 0, 0755 }, true, "chmod 0755" },
+		{ "chmod", { 0, 04755 }, false, "chmod 04755" },
+		{ "chmod", { 0, 02755 }, false, "chmod 02755" },
+		{ "chmod", { 0, 0x100000000ULL | 04755 }, false, "chmod 04755 with high bits" },
+		{ "fchmod", { 0, 06755 }, false, "fchmod 06755" },
+		{ "fchmod", { 0, 01777 }, true, "fchmod 01777 (sticky is harmless)" },
+		{ "fchmodat", { 0, 0, 04755 }, false, "fchmodat 04755" },
+		{ "fchmodat", { 0, 0, 0644 }, true, "fchmodat 0644" },
+		{ "open", { 0, O_RDONLY, 04755 }, true, "open without O_CREAT (mode unused)" },
+		{ "open", { 0, O_CREAT | O_WRONLY, 04755 }, false, "open O_CREAT 04755" },
+		{ "open", { 0, O_CREAT | O_WRONLY, 0644 }, true, "open O_CREAT 0644" },
+		{ "openat", { 0, 0, O_TMPFILE | O_RDWR, 02755 }, false, "openat O_TMPFILE 02755" },
+		{ "openat", { 0, 0, O_CREAT, 04700 }, false, "openat O_CREAT 04700" },
+		{ "openat", { 0, 0, O_RDONLY, 04700 }, true, "openat O_RDONLY" },
+		{ "creat", { 0, 04755 }, false, "creat 04755" },
+		{ "creat", { 0, 0600 }, true, "creat 0600" },
+		{ "mknodat", { 0, 0, S_IFREG | 04755 }, false, "mknodat S_IFREG|04755" },
+		{ "mknodat", { 0, 0, S_IFIFO | 0644 }, true, "mknodat a FIFO" },
+	};
+	struct ts_error err = { 0 };
+	struct sim_prog plain = { 0 }, guarded = { 0 };
+	uint32_t ret;
+
+	ok(sim_compile_flags(profile, TS_SECCOMP_GUARD_SETID, &guarded, &err) == 0,
+	   "setid guard: the default profile compiles with it (%s)", err.msg);
+	ok(sim_compile(profile, &plain, &err) == 0, "setid guard: and without it");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ret = call_args(&guarded, cases[i].name, cases[i].a[0], cases[i].a[1],
+				cases[i].a[2], cases[i].a[3]);
+		ok(cases[i].allow ? ret == SECCOMP_RET_ALLOW : ret == (SECCOMP_RET_ERRNO | EPERM),
+		   "setid guard: %s is %s", cases[i].what, cases[i].allow ? "allowed" : "EPERM");
+	}
+	ret = call_args(&guarded, "openat2", 0, 0, 0, 0);
+	ok(ret == (SECCOMP_RET_ERRNO | ENOSYS), "setid guard: openat2 is ENOSYS");
+	ok(call_args(&plain, "chmod", 0, 04755, 0, 0) == SECCOMP_RET_ALLOW &&
+		   call_args(&plain, "openat2", 0, 0, 0, 0) == SECCOMP_RET_ALLOW,
+	   "setid guard: without it chmod 04755 and openat2 are allowed (control)");
+	sim_prog_free(&plain);
+	sim_prog_free(&guarded);
+}
+
 static void test_errors(void)
 {
 	expect_error("invalid JSON names file:line:column", "bad-syntax.json",
@@ -316,7 +380,7 @@ static void test_cache(const char *profile)
 	int r;
 
 	snprintf(cache, sizeof(cache), "%s/cache/nested/seccomp", tmpdir);
-	r = ts_seccomp_compile_cached(profile, cache, p1, sizeof(p1), &err);
+	r = ts_seccomp_compile_cached(profile, 0, cache, p1, sizeof(p1), &err);
 	if (!ok(r == 0, "compile into a new cache directory: %s", r ? err.msg : p1))
 		return;
 	ok(realpath(cache, real) && strncmp(p1, real, strlen(real)) == 0 && p1[0] == '/' &&
@@ -335,7 +399,7 @@ static void test_cache(const char *profile)
 		   memcmp(cached.insns, direct.insns, direct.len * sizeof(*direct.insns)) == 0,
 	   "the cached program equals ts_seccomp_compile_to_fd's");
 
-	r = ts_seccomp_compile_cached(profile, cache, p2, sizeof(p2), &err);
+	r = ts_seccomp_compile_cached(profile, 0, cache, p2, sizeof(p2), &err);
 	ok(r == 0 && strcmp(p1, p2) == 0 && stat(p2, &st2) == 0 && same_file_unchanged(&st1, &st2),
 	   "a second call returns the same file without rewriting it");
 	ok(count_entries(cache) == 1, "no temporary files are left behind");
@@ -346,30 +410,30 @@ static void test_cache(const char *profile)
 	if (r == 0) {
 		text[len - 1] = text[len - 1] == '\n' ? ' ' : '\n';
 		copy = write_profile("changed.json", text);
-		r = ts_seccomp_compile_cached(copy, cache, p3, sizeof(p3), &err);
+		r = ts_seccomp_compile_cached(copy, 0, cache, p3, sizeof(p3), &err);
 	}
 	ok(r == 0 && strcmp(p1, p3) != 0, "a changed profile gets a different file");
 
 	/* A torn file (not whole instructions) is rebuilt, never handed out. */
 	r = truncate(p1, 5);
 	if (r == 0)
-		r = ts_seccomp_compile_cached(profile, cache, p2, sizeof(p2), &err);
+		r = ts_seccomp_compile_cached(profile, 0, cache, p2, sizeof(p2), &err);
 	sim_prog_free(&cached);
 	ok(r == 0 && strcmp(p1, p2) == 0 && sim_read_file(p2, &cached) == 0 &&
 		   cached.len == direct.len &&
 		   memcmp(cached.insns, direct.insns, direct.len * sizeof(*direct.insns)) == 0,
 	   "a torn cache file is rebuilt");
 
-	r = ts_seccomp_compile_cached(profile, cache, p2, 16, &err);
+	r = ts_seccomp_compile_cached(profile, 0, cache, p2, 16, &err);
 	ok(r == -ENAMETOOLONG, "a short ret_path buffer: %s", err.msg);
 
 	copy = write_profile("broken.json", "{\"defaultAction\": ");
-	r = ts_seccomp_compile_cached(copy, cache, p2, sizeof(p2), &err);
+	r = ts_seccomp_compile_cached(copy, 0, cache, p2, sizeof(p2), &err);
 	ok(r == -EINVAL && strstr(err.msg, "broken.json:1:") && count_entries(cache) == 2,
 	   "a bad profile leaves the cache alone: %s", err.msg);
 
 	if (chmod(cache, 0777) == 0) {
-		r = ts_seccomp_compile_cached(profile, cache, p2, sizeof(p2), &err);
+		r = ts_seccomp_compile_cached(profile, 0, cache, p2, sizeof(p2), &err);
 		ok(r == -EPERM, "a cache directory others can write is refused: %s", err.msg);
 		chmod(cache, 0700);
 	}
@@ -395,6 +459,7 @@ int main(int argc, char **argv)
 	test_errors();
 	test_semantics(argv[2]);
 	test_cache(argv[1]);
+	test_setid_guard(argv[1]);
 	ts_rm_rf_at(AT_FDCWD, tmpdir);
 	return done();
 }

@@ -345,7 +345,7 @@ static void check_pfc(const char *profile)
 	struct ts_error err = { 0 };
 	int r;
 
-	r = fd < 0 ? -errno : ts_seccomp_export_pfc(profile, fd, &err);
+	r = fd < 0 ? -errno : ts_seccomp_export_pfc(profile, 0, fd, &err);
 	if (r == 0) {
 		char path[64];
 

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "idmount.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "syscall.h"
+#include "util.h"
+
+/* The host id the sandbox's user (1000 inside) has, from a map; -1 if unmapped. */
+static long long user_outside(const struct ts_idmap_line *map, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (map[i].inside <= 1000 && 1000 - map[i].inside < map[i].count)
+			return (long long)(map[i].outside + (1000 - map[i].inside));
+	return -1;
+}
+
+/*
+ * A user namespace fd whose maps are the single lines `uid X 1` and `gid Y 1`: held by a
+ * child that only waits, so that nothing ever runs in it.
+ */
+static int mapping_userns(long long uid, long long x, long long gid, long long y,
+			  struct ts_error *err)
+{
+	int go[2] = { -1, -1 }, ready[2] = { -1, -1 }, fd = -1, r = 0, status;
+	char path[64], line[64];
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0) {
+		r = ts_err_errno(err, -errno, "pipe");
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = ts_err_errno(err, -errno, "fork for the id-mapped mount's user namespace");
+		goto out;
+	}
+	if (pid == 0) {
+		char b;
+
+		/* only our ends: the read of go must see the parent's close */
+		close(go[1]);
+		close(ready[0]);
+		b = unshare(CLONE_NEWUSER) == 0 ? 'r' : 'x';
+
+		(void)!write(ready[1], &b, 1);
+		(void)!read(go[0], &b, 1);
+		_exit(0);
+	}
+	close(ready[1]);
+	ready[1] = -1;
+	{
+		char b = 0;
+
+		if (read(ready[0], &b, 1) != 1 || b != 'r')
+			r = ts_err(err, -EPERM, "user namespace for an id-mapped mount");
+	}
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	snprintf(line, sizeof(line), "%lld %lld 1\n", uid, x);
+	if (r == 0 && (r = ts_write_file_at(AT_FDCWD, path, line)) < 0)
+		ts_err_errno(err, r, "write `%s`", path);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	snprintf(line, sizeof(line), "%lld %lld 1\n", gid, y);
+	if (r == 0 && (r = ts_write_file_at(AT_FDCWD, path, line)) < 0)
+		ts_err_errno(err, r, "write `%s`", path);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	if (r == 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		r = ts_err_errno(err, -errno, "open `%s`", path);
+	close(go[1]);
+	go[1] = -1;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (go[i] >= 0)
+			close(go[i]);
+		if (ready[i] >= 0)
+			close(ready[i]);
+	}
+	if (r < 0 && fd >= 0)
+		close(fd);
+	return r < 0 ? r : fd;
+}
+
+static int make_tree(struct ts_mount_op *op, long long x, long long y, struct ts_error *err)
+{
+	_cleanup_close_ int userns = -EBADF, tree = -EBADF;
+	struct mount_attr ma = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID |
+					     MOUNT_ATTR_NODEV };
+
+	userns = mapping_userns(op->map_uid, x, op->map_gid, y, err);
+	if (userns < 0)
+		return userns;
+	/* this mount only: an id mapping applies to one file system, and a mount below the
+	 * workspace would be another */
+	tree = ts_open_tree(AT_FDCWD, op->src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return ts_err_errno(err, -errno, "open `%s` for an id-mapped bind", op->src);
+	if (op->kind == TS_MOUNT_RO_BIND)
+		ma.attr_set |= MOUNT_ATTR_RDONLY;
+	ma.userns_fd = (uint64_t)userns;
+	if (ts_mount_setattr(tree, "", AT_EMPTY_PATH, &ma) < 0)
+		return ts_err_errno(err, -errno, "id-map `%s`", op->src);
+	op->idmapped_fd = TAKE_FD(tree);
+	return 0;
+}
+
+int ts_idmount_prepare(struct ts_helper_ctx *ctx, struct ts_error *err)
+{
+	long long x = user_outside(ctx->uid_map, ctx->n_uid_map);
+	long long y = user_outside(ctx->gid_map, ctx->n_gid_map);
+
+	for (size_t i = 0; i < ctx->n_ops; i++) {
+		struct ts_mount_op *op = &ctx->ops[i];
+		int r;
+
+		if (op->map_uid < 0)
+			continue;
+		if (x <= 0 || y <= 0)
+			return ts_err(
+				err, -EINVAL,
+				"--bind-owner `%s`: the sandbox has no user 1000 mapped to an "
+				"unprivileged host id",
+				op->src);
+		r = make_tree(op, x, y, err);
+		if (r == -EINVAL || r == -EOPNOTSUPP || r == -ENOSYS || r == -EPERM) {
+			/* this kernel or file system cannot: a plain bind, said so */
+			fprintf(stderr,
+				"toren-sandbox-helper: warning: %s; `%s` is bound as it is: its "
+				"owner (uid %lld) is not the sandbox's user inside\n",
+				err->msg, op->src, op->map_uid);
+			ts_err_clear(err);
+			op->map_uid = op->map_gid = -1;
+			continue;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
