@@ -155,7 +155,8 @@ int main(int argc, char **argv)
 	struct ts_init in = { .sfd = -1, .stdin_open = true };
 	struct ts_error err = { 0 };
 	char *protect[TS_INIT_MAX_PATTERNS + 1] = { 0 };
-	size_t n_protect = 0;
+	char *global[TS_INIT_MAX_PATTERNS + 1] = { 0 };
+	size_t n_protect = 0, n_global = 0;
 	bool server = false;
 	unsigned long long first_proc = 1;
 	sigset_t mask;
@@ -185,6 +186,12 @@ int main(int argc, char **argv)
 
 			if (ts_parse_ull(argv[++i], &n) == 0 && n >= 1 && n < (1ULL << 52))
 				first_proc = n;
+		} else if (!strcmp(argv[i], "--global-env") && i + 1 < argc) {
+			/* a sandbox-wide variable: over the user's HOME, USER, LOGNAME */
+			if (n_global < TS_INIT_MAX_PATTERNS)
+				global[n_global++] = argv[++i];
+			else
+				i++;
 		} else if (!strcmp(argv[i], "--protect-pattern") && i + 1 < argc) {
 			if (n_protect < TS_INIT_MAX_PATTERNS)
 				protect[n_protect++] = argv[++i];
@@ -201,7 +208,9 @@ int main(int argc, char **argv)
 					     .logs_fd = 4,
 					     .protect_patterns = protect,
 					     .n_protect = n_protect,
-					     .first_proc = first_proc };
+					     .first_proc = first_proc,
+					     .global_env = global,
+					     .n_global_env = n_global };
 		struct stat st;
 
 		/* fd 3: the listening control socket, fd 4: the logs directory (helper

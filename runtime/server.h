@@ -6,10 +6,10 @@
  *
  * fd 3 is the listening control socket (its path exists only on the host), fd 4 an
  * O_DIRECTORY fd of the host's $ROOT/<id>/logs. Both are close-on-exec and reach no
- * other process. init accepts connections, speaks ctl.h, spawns processes in their own
- * process groups (with the client's stdio, a pty whose master goes back to the client,
- * or, detached, a pipe that init drains into a bounded log file), reports exits, keeps
- * finished processes for a while, and hands file requests to a forked worker.
+ * other process. init accepts connections, speaks ctl.h (v3), keeps the process table
+ * (proctab.h: init owns every process's streams and relays them to attached clients),
+ * and hands file requests to a forked worker. It never blocks on a client: every reply
+ * and every piece of output is queued per connection and written as the socket takes it.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +20,8 @@ struct ts_server_cfg {
 	char **protect_patterns;
 	size_t n_protect;
 	uint64_t first_proc; /* the first process id (ids go on across starts), >= 1 */
+	char **global_env;   /* names of the sandbox-wide variables in our environment */
+	size_t n_global_env;
 };
 
 /* Serve until SHUTDOWN or a terminating signal from outside. Returns the exit status. */

@@ -8,7 +8,11 @@
 
 #include "cleanup.h"
 #include "cli.h"
+#include "ctlclient.h"
 #include "sandbox.h"
+
+/* How long ls/inspect/reap wait for one init to answer HELLO. */
+#define ADMIN_QUERY_MS 10000
 
 int ts_admin_open(const char *cmd, struct ts_paths *paths, struct ts_store **st)
 {
@@ -27,11 +31,17 @@ int ts_admin_open(const char *cmd, struct ts_paths *paths, struct ts_store **st)
 void ts_admin_probe(struct ts_sandbox_rec *rec, bool query, struct ts_admin_live *live)
 {
 	struct ts_error err = { 0 };
+	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
 
 	memset(live, 0, sizeof(*live));
 	live->running = ts_sandbox_running(rec);
-	if (live->running && query)
-		live->queried = ts_sandbox_query(rec, &live->idle_ms, &live->attached, &err) == 0;
+	/* init's HELLO carries its idle time and attached count: a query is a connect */
+	if (live->running && query &&
+	    ts_ctl_client_connect(rec->dir, rec->id, ADMIN_QUERY_MS, &c, &err) == 0) {
+		live->queried = true;
+		live->idle_ms = c->idle_ms;
+		live->attached = c->attached;
+	}
 }
 
 long long ts_admin_idle_ms(const struct ts_sandbox_rec *rec, const struct ts_admin_live *live,
@@ -121,21 +131,6 @@ json_t *ts_admin_spec_json(const char *spec)
 	return j;
 }
 
-bool ts_admin_own_workspace(const struct ts_sandbox_rec *rec)
-{
-	char own[4200];
-	json_t *spec;
-	bool r;
-
-	snprintf(own, sizeof(own), "%s/workspace", rec->dir);
-	if (strcmp(own, rec->workspace) != 0)
-		return false;
-	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
-	r = spec && !json_is_false(json_object_get(spec, "own_workspace"));
-	json_decref(spec);
-	return r;
-}
-
 static json_t *time_json(long long ms)
 {
 	char buf[64];
@@ -193,7 +188,7 @@ json_t *ts_admin_rec_json(const struct ts_sandbox_rec *rec, const struct ts_admi
 
 	json_object_set_new(paths, "dir", json_string(rec->dir));
 	json_object_set_new(paths, "workspace", json_string(rec->workspace));
-	json_object_set_new(paths, "own_workspace", json_boolean(ts_admin_own_workspace(rec)));
+	json_object_set_new(paths, "own_workspace", json_boolean(ts_sandbox_own_workspace(rec)));
 	json_object_set_new(paths, "upper", path_json(rec->dir, "upper"));
 	json_object_set_new(paths, "work", path_json(rec->dir, "work"));
 	json_object_set_new(paths, "control_socket", path_json(rec->dir, "run/control.sock"));

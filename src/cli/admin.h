@@ -51,10 +51,6 @@ json_t *ts_admin_spec_json(const char *spec);
 json_t *ts_admin_rec_json(const struct ts_sandbox_rec *rec, const struct ts_admin_live *live,
 			  long long now);
 
-/* Is the workspace the sandbox's own ($ROOT/<id>/workspace, made by create), as opposed to
- * a directory the user gave with --workspace? */
-bool ts_admin_own_workspace(const struct ts_sandbox_rec *rec);
-
 /* Does the labels JSON object hold every KEY=VALUE of filters? */
 bool ts_admin_labels_match(const char *labels, char *const *filters, size_t n);
 

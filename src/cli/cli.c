@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backend.h"
 #include "cleanup.h"
 #include "files.h"
 #include "paths.h"
@@ -50,6 +51,16 @@ int ts_cli_lookup(const char *cmd, const char *ref, struct ts_store **st,
 		ts_store_close(*st);
 		*st = NULL;
 	}
+	return r;
+}
+
+int ts_cli_backend(const char *cmd, struct ts_backend **ret)
+{
+	struct ts_error err = { 0 };
+	int r = ts_backend_open(NULL, ret, &err);
+
+	if (r < 0)
+		ts_cli_error(cmd, &err);
 	return r;
 }
 

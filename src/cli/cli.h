@@ -27,5 +27,9 @@ int ts_cli_lookup(const char *cmd, const char *ref, struct ts_store **st,
 int ts_cli_each(int argc, char **argv, const char *cmd,
 		int (*fn)(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err));
 
+/* Open the backend (TOREN_SANDBOX, or --backend); on failure print it and return -errno. */
+struct ts_backend;
+int ts_cli_backend(const char *cmd, struct ts_backend **ret);
+
 /* Parse a signal: a number 1..64, or a name with or without SIG. 0 or -EINVAL. */
 int ts_cli_parse_signal(const char *s, int *ret);

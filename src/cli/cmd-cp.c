@@ -16,18 +16,22 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "commands.h"
+#include "copy.h"
+#include "ctl.h"
 #include "extract.h"
 #include "files.h"
-#include "sandbox.h"
+#include "util.h"
 
 static void usage(FILE *f)
 {
@@ -96,6 +100,179 @@ static void dir_name(const char *p, char *buf, size_t len)
 		snprintf(buf, len, "%.*s", (int)(s - p), p);
 }
 
+/* --- what a copy needs of the sandbox's files, through the backend interface --- */
+
+struct sink {
+	struct ts_sb *sb;
+	const char *user;
+};
+
+static void to_info(const struct ts_be_entry *e, const char *path, struct ts_file_info *fi)
+{
+	static const enum ts_file_type types[] = { [TS_BE_FILE] = TS_FILE_TYPE_FILE,
+						   [TS_BE_DIR] = TS_FILE_TYPE_DIR,
+						   [TS_BE_SYMLINK] = TS_FILE_TYPE_SYMLINK,
+						   [TS_BE_OTHER] = TS_FILE_TYPE_OTHER };
+
+	memset(fi, 0, sizeof(*fi));
+	snprintf(fi->path, sizeof(fi->path), "%s", path);
+	fi->type = (size_t)e->type < ELEMENTSOF(types) ? types[e->type] : TS_FILE_TYPE_OTHER;
+	fi->mode = e->mode;
+	fi->size = e->size;
+	fi->mtime_ms = e->mtime_ms;
+	fi->uid = e->uid;
+	fi->gid = e->gid;
+	if (e->symlink_target)
+		snprintf(fi->target, sizeof(fi->target), "%s", e->symlink_target);
+}
+
+static int sink_stat(void *ctx, const char *path, struct ts_file_info *ret, struct ts_error *err)
+{
+	struct sink *k = ctx;
+	struct ts_be_entry e;
+	int r = ts_file_stat(k->sb, path, k->user, &e, err);
+
+	if (r == 0)
+		to_info(&e, e.path ? e.path : path, ret);
+	ts_be_entry_clear(&e);
+	return r;
+}
+
+static int sink_list(void *ctx, const char *path, ts_files_list_fn fn, void *userdata,
+		     struct ts_error *err)
+{
+	struct sink *k = ctx;
+	_cleanup_free_ struct ts_file_info *fi = malloc(sizeof(*fi));
+	struct ts_be_entry *v = NULL;
+	size_t n = 0;
+	int r = fi ? ts_file_list(k->sb, path, 1, k->user, &v, &n, err)
+		   : ts_err(err, -ENOMEM, "out of memory");
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		to_info(&v[i], v[i].name ? v[i].name : "", fi);
+		r = fn(fi, userdata, err);
+	}
+	ts_be_entries_free(v, n);
+	return r;
+}
+
+static int sink_mkdir(void *ctx, const char *path, unsigned mode, struct ts_error *err)
+{
+	struct sink *k = ctx;
+
+	return ts_file_mkdir_mode(k->sb, path, k->user, mode, NULL, err);
+}
+
+/* Wait for a transfer to be ready, bounded. */
+static int xfer_wait(struct ts_xfer *x, struct ts_error *err)
+{
+	struct pollfd p = { .fd = ts_xfer_fd(x), .events = ts_xfer_events(x) };
+	int r = poll(&p, 1, TS_BE_REPLY_MS);
+
+	if (r == 0)
+		return ts_err(err, -ETIMEDOUT, "the sandbox did not answer in %d s",
+			      TS_BE_REPLY_MS / 1000);
+	return r < 0 && errno != EINTR ? ts_err_errno(err, -errno, "poll") : 0;
+}
+
+static int sink_write_from(void *ctx, const char *path, int mode, ts_files_reader_fn fn,
+			   void *userdata, struct ts_error *err)
+{
+	struct sink *k = ctx;
+	_cleanup_free_ uint8_t *buf = malloc(TS_CTL_CHUNK);
+	struct ts_xfer *x = NULL;
+	size_t have = 0;
+	bool eof = false, finished = false;
+	int r = buf ? ts_xfer_write_start(k->sb, path, k->user, mode, &x, err)
+		    : ts_err(err, -ENOMEM, "out of memory");
+
+	while (r >= 0) {
+		const uint8_t *d;
+		size_t l;
+
+		if (!have && !eof) {
+			ssize_t n = fn(userdata, buf, TS_CTL_CHUNK);
+
+			if (n < 0) {
+				/* abandoned: the sandbox keeps the old file */
+				r = ts_err_errno(err, (int)n, "write `%s`: read the source", path);
+				break;
+			}
+			eof = n == 0;
+			have = (size_t)n;
+		}
+		if (have) {
+			r = ts_xfer_push(x, buf, have, err);
+			if (r == 0)
+				have = 0;
+			else if (r == -EAGAIN)
+				r = 0;
+			else
+				break;
+		}
+		if (eof && !have && !finished) {
+			r = ts_xfer_finish(x, err);
+			finished = true;
+			if (r < 0)
+				break;
+		}
+		r = ts_xfer_step(x, &d, &l, err);
+		if (r == 2) {
+			r = 0;
+			break;
+		}
+		if (r == 0 && (have || finished))
+			r = xfer_wait(x, err);
+	}
+	ts_xfer_close(x);
+	return r;
+}
+
+static int sink_read_to_fd(void *ctx, const char *path, int fd, const char *out_shown,
+			   struct ts_error *err)
+{
+	struct sink *k = ctx;
+	struct ts_xfer *x = NULL;
+	int r = ts_xfer_read_start(k->sb, path, k->user, &x, err);
+
+	while (r >= 0) {
+		const uint8_t *d;
+		size_t l;
+
+		r = ts_xfer_step(x, &d, &l, err);
+		if (r == 2) {
+			r = 0;
+			break;
+		}
+		if (r == 1 && (r = ts_write_all(fd, d, l)) < 0) {
+			ts_err_errno(err, r, "write `%s`", out_shown ? out_shown : "the copy");
+			break;
+		}
+		if (r == 0)
+			r = xfer_wait(x, err);
+	}
+	ts_xfer_close(x);
+	return r;
+}
+
+static const struct ts_copy_ops sink_ops = {
+	.stat = sink_stat,
+	.list = sink_list,
+	.mkdir = sink_mkdir,
+	.write_from = sink_write_from,
+	.read_to_fd = sink_read_to_fd,
+};
+
+static ssize_t read_fd(void *userdata, void *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = read(*(const int *)userdata, buf, len);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
 static int copy_in(struct ts_copy *c, const char *src, const char *dst, struct ts_error *err)
 {
 	_cleanup_free_ struct ts_file_info *info = malloc(sizeof(*info));
@@ -106,8 +283,11 @@ static int copy_in(struct ts_copy *c, const char *src, const char *dst, struct t
 
 	if (!info)
 		return ts_err(err, -ENOMEM, "out of memory");
-	if (!strcmp(src, "-"))
-		return ts_files_write_from_fd(c->conn, dst, -1, STDIN_FILENO, err);
+	if (!strcmp(src, "-")) {
+		int in = STDIN_FILENO;
+
+		return c->ops->write_from(c->ctx, dst, -1, read_fd, &in, err);
+	}
 	fd = open(src, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return ts_err_errno(err, -errno, "open `%s`", src);
@@ -119,7 +299,7 @@ static int copy_in(struct ts_copy *c, const char *src, const char *dst, struct t
 
 		base_name(real ? real : "/", name, sizeof(name));
 	}
-	r = ts_files_stat(c->conn, dst, info, err);
+	r = c->ops->stat(c->ctx, dst, info, err);
 	if (r == 0 && info->type == TS_FILE_TYPE_DIR) {
 		if (!name[0])
 			return ts_err(err, -EINVAL,
@@ -163,7 +343,7 @@ static int copy_out(struct ts_copy *c, const char *src, const char *dst, struct 
 	int r;
 
 	if (!strcmp(dst, "-"))
-		return ts_files_read_to_fd(c->conn, src, STDOUT_FILENO, "standard output", err);
+		return c->ops->read_to_fd(c->ctx, src, STDOUT_FILENO, "standard output", err);
 	if (lstat(dst, &st) == 0 && S_ISLNK(st.st_mode)) {
 		if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
 			return ts_err(err, -ELOOP,
@@ -199,21 +379,19 @@ static int copy_out(struct ts_copy *c, const char *src, const char *dst, struct 
 	return ts_files_copy_out(c, src, dfd, name, shown, err);
 }
 
-int ts_cmd_cp(int argc, char **argv)
+int ts_subcmd_cp(int argc, char **argv)
 {
 	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' },
 						  { "user", required_argument, NULL, 'u' },
 						  { "extract", no_argument, NULL, 'x' },
 						  {} };
 	char sref[TS_NAME_MAX + 1], dref[TS_NAME_MAX + 1];
-	const char *spath = NULL, *dpath = NULL;
-	struct ts_copy c = { .conn = -EBADF, .warn = on_warn };
+	const char *spath = NULL, *dpath = NULL, *ref;
+	struct sink k = { .user = "user" };
+	struct ts_copy c = { .ops = &sink_ops, .ctx = &k, .warn = on_warn };
 	struct ts_error err = { 0 };
-	struct ts_sandbox_rec rec;
-	struct ts_store *st;
-	bool sin, din;
-	unsigned uid = 1000;
-	bool extract = false;
+	struct ts_backend *b = NULL;
+	bool sin, din, extract = false;
 	int opt, r;
 
 	while ((opt = getopt_long(argc, argv, "+hx", longopts, NULL)) != -1) {
@@ -226,7 +404,7 @@ int ts_cmd_cp(int argc, char **argv)
 			continue;
 		}
 		if (opt == 'u' && (!strcmp(optarg, "user") || !strcmp(optarg, "root"))) {
-			uid = !strcmp(optarg, "root") ? 0 : 1000;
+			k.user = optarg;
 			continue;
 		}
 		if (opt == 'u')
@@ -251,21 +429,19 @@ int ts_cmd_cp(int argc, char **argv)
 				"ID:DIR\n");
 		return 2;
 	}
-	if (ts_cli_lookup("cp", sin ? sref : dref, &st, &rec) < 0)
+	ref = sin ? sref : dref;
+	if (ts_cli_backend("cp", &b) < 0)
 		return 1;
-	/* a sandbox whose init is gone is rebuilt around its files, as for exec */
-	r = uid == 0 ? ts_sandbox_check_root(&rec, &err) : 0;
-	if (r >= 0)
-		r = ts_sandbox_start(st, &rec, &err);
-	if (r >= 0) {
-		ts_store_touch(st, rec.id, &err);
-		ts_err_clear(&err);
-		r = c.conn = ts_sandbox_connect(&rec, &err);
-	}
-	/* by default as the workspace's owner, in every sandbox (E2B's files API does the
-	 * same); as root only when asked */
-	if (r >= 0)
-		r = ts_files_as_user(c.conn, uid, &err);
+	/* as root only where the sandbox has one: a refusal starts nothing */
+	r = ts_sb_lookup(b, ref, &k.sb, &err);
+	if (r == 0 && !strcmp(k.user, "root"))
+		r = ts_sb_check_user(k.sb, k.user, &err);
+	ts_sb_close(k.sb);
+	k.sb = NULL;
+	/* a sandbox whose init is gone is rebuilt around its files, as for exec; by default
+	 * as the workspace's owner, in every sandbox (E2B's files API does the same) */
+	if (r == 0)
+		r = ts_sb_connect(b, ref, -1, &k.sb, &err);
 	if (r >= 0 && extract)
 		r = extract_in(&c, argv[optind], dpath, &err);
 	else if (r >= 0)
@@ -273,9 +449,7 @@ int ts_cmd_cp(int argc, char **argv)
 			: copy_in(&c, argv[optind], dpath, &err);
 	if (r < 0)
 		ts_cli_error("cp", &err);
-	if (c.conn >= 0)
-		close(c.conn);
-	ts_sandbox_rec_free(&rec);
-	ts_store_close(st);
+	ts_sb_close(k.sb);
+	ts_backend_free(b);
 	return r < 0 || c.skipped ? 1 : 0;
 }

@@ -39,7 +39,7 @@ static void usage(FILE *f)
 	      f);
 }
 
-int ts_cmd_create(int argc, char **argv)
+int ts_subcmd_create(int argc, char **argv)
 {
 	enum {
 		O_NAME = 256,

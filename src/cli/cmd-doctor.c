@@ -10,7 +10,7 @@
 
 static const char *const level_names[] = { "ok", "info", "warn", "FAIL" };
 
-int ts_cmd_doctor(int argc, char **argv)
+int ts_subcmd_doctor(int argc, char **argv)
 {
 	struct ts_check checks[TS_MAX_CHECKS];
 	size_t n;

@@ -18,7 +18,7 @@ static void usage(FILE *f)
 	      f);
 }
 
-int ts_cmd_inspect(int argc, char **argv)
+int ts_subcmd_inspect(int argc, char **argv)
 {
 	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, {} };
 	struct ts_store *st = NULL;

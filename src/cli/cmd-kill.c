@@ -1,23 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* toren-sandbox kill ID PROC [SIGNAL]: signal a process's whole process group. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "backend.h"
 #include "cli.h"
 #include "commands.h"
-#include "procs.h"
-#include "sandbox.h"
 #include "util.h"
 
-int ts_cmd_kill(int argc, char **argv)
+int ts_subcmd_kill(int argc, char **argv)
 {
-	struct ts_store *st;
-	struct ts_sandbox_rec rec;
+	struct ts_backend *b = NULL;
+	struct ts_sb *sb = NULL;
 	struct ts_error err = { 0 };
+	struct ts_proc_sel sel = { 0 };
 	unsigned long long proc;
-	int sig = SIGTERM, conn, code = 0;
+	int sig = SIGTERM, r;
 
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		puts("usage: toren-sandbox kill ID PROC [SIGNAL]\n\n"
@@ -37,22 +37,17 @@ int ts_cmd_kill(int argc, char **argv)
 		fprintf(stderr, "toren-sandbox kill: bad signal `%s`\n", argv[3]);
 		return 2;
 	}
-	if (ts_cli_lookup("kill", argv[1], &st, &rec) < 0)
+	sel.proc = proc;
+	if (ts_cli_backend("kill", &b) < 0)
 		return 1;
-	if (!ts_sandbox_running(&rec)) {
-		fprintf(stderr, "toren-sandbox kill: sandbox `%s` is stopped\n", rec.id);
-		code = 1;
-		goto out;
-	}
-	conn = ts_sandbox_connect(&rec, &err);
-	if (conn < 0 || ts_procs_signal(conn, proc, sig, &err) < 0) {
+	r = ts_sb_lookup(b, argv[1], &sb, &err);
+	if (r == 0)
+		r = ts_cmd_signal(sb, &sel, sig, &err);
+	if (r == -ENOTCONN)
+		fprintf(stderr, "toren-sandbox kill: sandbox `%s` is stopped\n", argv[1]);
+	else if (r < 0)
 		ts_cli_error("kill", &err);
-		code = 1;
-	}
-	if (conn >= 0)
-		close(conn);
-out:
-	ts_sandbox_rec_free(&rec);
-	ts_store_close(st);
-	return code;
+	ts_sb_close(sb);
+	ts_backend_free(b);
+	return r < 0 ? 1 : 0;
 }

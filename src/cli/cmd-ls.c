@@ -103,7 +103,7 @@ static void row_cells(const struct ts_sandbox_rec *rec, const struct ts_admin_li
 	cells[COL_LABELS] = labels_cell(rec->labels);
 }
 
-int ts_cmd_ls(int argc, char **argv)
+int ts_subcmd_ls(int argc, char **argv)
 {
 	enum {
 		O_JSON = 256,

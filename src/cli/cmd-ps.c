@@ -1,32 +1,56 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* toren-sandbox ps [--json] ID: the processes started through the runtime. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/wait.h>
 
+#include "backend.h"
 #include "cli.h"
 #include "commands.h"
-#include "procs.h"
-#include "sandbox.h"
+#include "util.h"
 
-/* The sandbox's two users by name; anything else (an older init: unknown) as `?`. */
-static const char *user_name(uint64_t uid)
+static int exit_code(int status)
 {
-	return uid == 0 ? "root" : uid == 1000 ? "user" : "?";
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 125;
 }
 
-int ts_cmd_ps(int argc, char **argv)
+/* argv joined, made safe for a terminal (it comes from inside). */
+static void command_line(char **argv, char *buf, size_t len)
 {
-	struct ts_store *st;
-	struct ts_sandbox_rec rec;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (char **a = argv; a && *a && used < len; a++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "", *a);
+	ts_sanitize_text(buf);
+}
+
+static json_t *strv_json(char **v)
+{
+	json_t *a = json_array();
+
+	for (char **p = v; p && *p; p++)
+		json_array_append_new(a, json_string(*p));
+	return a;
+}
+
+int ts_subcmd_ps(int argc, char **argv)
+{
+	struct ts_backend *b = NULL;
+	struct ts_sb *sb = NULL;
 	struct ts_error err = { 0 };
-	struct ts_proc_info *list = NULL;
+	struct ts_proc_entry *list = NULL;
 	const char *ref = NULL;
 	bool json = false;
 	size_t n = 0;
-	int conn, code = 0;
+	int code = 0, r;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
@@ -47,65 +71,74 @@ int ts_cmd_ps(int argc, char **argv)
 		fprintf(stderr, "usage: toren-sandbox ps [--json] ID\n");
 		return 2;
 	}
-	if (ts_cli_lookup("ps", ref, &st, &rec) < 0)
+	if (ts_cli_backend("ps", &b) < 0)
 		return 1;
-	if (!ts_sandbox_running(&rec)) {
-		fprintf(stderr, "toren-sandbox ps: sandbox `%s` is stopped\n", rec.id);
+	r = ts_sb_lookup(b, ref, &sb, &err);
+	if (r == 0)
+		r = ts_cmd_list(sb, &list, &n, &err);
+	if (r < 0) {
+		if (r == -ENOTCONN)
+			fprintf(stderr, "toren-sandbox ps: sandbox `%s` is stopped\n", ref);
+		else
+			ts_cli_error("ps", &err);
 		code = 1;
 		goto out;
 	}
-	conn = ts_sandbox_connect(&rec, &err);
-	if (conn < 0 || ts_procs_list(conn, &list, &n, &err) < 0) {
-		ts_cli_error("ps", &err);
-		code = 1;
-		if (conn >= 0)
-			close(conn);
-		goto out;
-	}
-	close(conn);
 	if (json) {
 		json_t *arr = json_array();
 
 		for (size_t i = 0; i < n; i++) {
-			json_t *o = json_pack("{s:I, s:i, s:s, s:I, s:I, s:s, s:b}", "id",
-					      (json_int_t)list[i].proc, "pid", (int)list[i].pid,
-					      "state", list[i].running ? "running" : "exited",
-					      "started_ms", (json_int_t)list[i].started_ms,
-					      "ended_ms", (json_int_t)list[i].ended_ms, "command",
-					      list[i].command, "background",
-					      (int)((list[i].flags & 2) != 0));
+			char cmd[4096];
+			json_t *o;
 
-			json_object_set_new(o, "user", json_string(user_name(list[i].uid)));
-			if (!list[i].running)
-				json_object_set_new(
-					o, "exit_code",
-					json_integer(ts_procs_exit_code(list[i].status)));
+			command_line(list[i].argv, cmd, sizeof(cmd));
+			o = json_pack("{s:I, s:i, s:s, s:I, s:I, s:s, s:b, s:b, s:s}", "id",
+				      (json_int_t)list[i].proc, "pid", (int)list[i].pid, "state",
+				      list[i].running ? "running" : "exited", "started_ms",
+				      (json_int_t)list[i].started_ms, "ended_ms",
+				      (json_int_t)list[i].ended_ms, "command", cmd, "background",
+				      (int)list[i].background, "pty", (int)list[i].pty, "user",
+				      list[i].user ? list[i].user : "?");
+			json_object_set_new(o, "args", strv_json(list[i].argv));
+			json_object_set_new(o, "envs", strv_json(list[i].envs));
+			json_object_set_new(o, "cwd",
+					    list[i].cwd ? json_string(list[i].cwd) : json_null());
+			json_object_set_new(o, "tag",
+					    list[i].tag ? json_string(list[i].tag) : json_null());
+			if (!list[i].running) {
+				json_object_set_new(o, "exit_code",
+						    json_integer(exit_code(list[i].status)));
+				json_object_set_new(o, "timed_out",
+						    json_boolean(list[i].timed_out));
+			}
 			json_array_append_new(arr, o);
 		}
 		json_dumpf(arr, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(arr);
 	} else {
-		printf("%-6s %-7s %-5s %-8s %-5s %s\n", "PROC", "PID", "USER", "STATE", "EXIT",
-		       "COMMAND");
+		printf("%-6s %-7s %-5s %-8s %-5s %-12s %-16s %s\n", "PROC", "PID", "USER", "STATE",
+		       "EXIT", "TAG", "CWD", "COMMAND");
 		for (size_t i = 0; i < n; i++) {
-			char exitbuf[16] = "-";
+			char exitbuf[16] = "-", cmd[4096], tag[64], cwd[256];
 
 			if (!list[i].running)
 				snprintf(exitbuf, sizeof(exitbuf), "%d",
-					 ts_procs_exit_code(list[i].status));
-			/* the command line comes from inside: no control characters to the tty */
-			for (char *c = list[i].command; *c; c++)
-				if ((unsigned char)*c < 0x20 || *c == 0x7f)
-					*c = '?';
-			printf("%-6llu %-7d %-5s %-8s %-5s %s\n", (unsigned long long)list[i].proc,
-			       (int)list[i].pid, user_name(list[i].uid),
-			       list[i].running ? "running" : "exited", exitbuf, list[i].command);
+					 list[i].timed_out ? 124 : exit_code(list[i].status));
+			command_line(list[i].argv, cmd, sizeof(cmd));
+			snprintf(tag, sizeof(tag), "%s", list[i].tag ? list[i].tag : "-");
+			snprintf(cwd, sizeof(cwd), "%s", list[i].cwd ? list[i].cwd : "-");
+			ts_sanitize_text(tag);
+			ts_sanitize_text(cwd);
+			printf("%-6llu %-7d %-5s %-8s %-5s %-12s %-16s %s\n",
+			       (unsigned long long)list[i].proc, (int)list[i].pid,
+			       list[i].user ? list[i].user : "?",
+			       list[i].running ? "running" : "exited", exitbuf, tag, cwd, cmd);
 		}
 	}
-	free(list);
 out:
-	ts_sandbox_rec_free(&rec);
-	ts_store_close(st);
+	ts_proc_entries_free(list, n);
+	ts_sb_close(sb);
+	ts_backend_free(b);
 	return code;
 }

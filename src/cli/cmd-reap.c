@@ -160,7 +160,7 @@ static int sweep(struct ts_store *st, bool dry_run, bool json)
 	return failed;
 }
 
-int ts_cmd_reap(int argc, char **argv)
+int ts_subcmd_reap(int argc, char **argv)
 {
 	enum {
 		O_DRY_RUN = 256,

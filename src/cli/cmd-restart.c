@@ -13,7 +13,7 @@ static int restart(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_er
 	return r < 0 ? r : ts_sandbox_start(st, rec, err);
 }
 
-int ts_cmd_restart(int argc, char **argv)
+int ts_subcmd_restart(int argc, char **argv)
 {
 	return ts_cli_each(argc, argv, "restart", restart);
 }

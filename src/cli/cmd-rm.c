@@ -2,20 +2,16 @@
 /* toren-sandbox rm [-f] [--purge] ID...: forget sandboxes and remove their runtime files;
  * with --purge also their upper layer and their own workspace. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "admin.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "commands.h"
 #include "sandbox.h"
-#include "util.h"
 
 #define RM_GRACE_MS 2000
 
@@ -30,85 +26,27 @@ static void usage(FILE *f)
 	      f);
 }
 
-static bool exists_at(int dfd, const char *name)
+/* What the removal kept or could not remove, as a warning line. */
+static void warn_line(void *userdata, const char *msg)
 {
-	struct stat st;
-
-	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	(void)userdata;
+	fprintf(stderr, "toren-sandbox rm: %s\n", msg);
 }
 
-/* Remove dfd/name without following links; say what failed. true when gone. */
-static bool remove_at(int dfd, const char *dir, const char *name)
+/* Is id no longer in the store? */
+static bool forgotten(struct ts_store *st, const char *id)
 {
-	int r = ts_rm_rf_at(dfd, name);
+	struct ts_error err = { 0 };
+	struct ts_sandbox_rec rec;
 
-	if (r < 0) {
-		fprintf(stderr, "toren-sandbox rm: remove `%s/%s`: %s\n", dir, name, strerror(-r));
+	if (ts_store_get(st, id, &rec, &err) == 0) {
+		ts_sandbox_rec_free(&rec);
 		return false;
 	}
-	return true;
+	return err.code == ENOENT;
 }
 
-/*
- * The record is already gone; now its files. Only $ROOT/<id> itself is ever touched,
- * through fds opened with O_NOFOLLOW, so neither a symlink planted in the sandbox's
- * directory nor a tampered `dir` column can point the removal elsewhere.
- */
-static int remove_files(const struct ts_paths *paths, const struct ts_sandbox_rec *rec, bool purge)
-{
-	static const char *const always[] = { "run", "logs", "work" };
-	_cleanup_close_ int rootfd = -EBADF, dfd = -EBADF;
-	char expect[4200];
-	bool own_ws = ts_admin_own_workspace(rec), ok = true;
-
-	snprintf(expect, sizeof(expect), "%s/%s", paths->root, rec->id);
-	if (strcmp(expect, rec->dir) != 0) {
-		fprintf(stderr,
-			"toren-sandbox rm: %s: recorded directory `%s` is not `%s`: its files "
-			"are left alone\n",
-			rec->id, rec->dir, expect);
-		return -EINVAL;
-	}
-	if (purge && !own_ws)
-		fprintf(stderr,
-			"toren-sandbox rm: %s: kept workspace `%s`: it was given with --workspace, "
-			"not made for the sandbox\n",
-			rec->id, rec->workspace);
-	rootfd = open(paths->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd >= 0)
-		dfd = openat(rootfd, rec->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		if (errno == ENOENT)
-			return 0;
-		fprintf(stderr, "toren-sandbox rm: open `%s`: %s\n", rec->dir, strerror(errno));
-		return -errno;
-	}
-	for (size_t i = 0; i < ELEMENTSOF(always); i++)
-		ok &= remove_at(dfd, rec->dir, always[i]);
-	if (purge) {
-		ok &= remove_at(dfd, rec->dir, "upper");
-		if (own_ws)
-			ok &= remove_at(dfd, rec->dir, "workspace");
-	} else {
-		bool upper = exists_at(dfd, "upper"), ws = own_ws && exists_at(dfd, "workspace");
-
-		if (upper || ws)
-			fprintf(stderr,
-				"toren-sandbox rm: %s: kept %s%s%s in `%s` (--purge removes %s)\n",
-				rec->id, ws ? "its workspace" : "", ws && upper ? " and " : "",
-				upper ? "its upper layer" : "", rec->dir,
-				ws && upper ? "them" : "it");
-	}
-	/* Gone when empty; what was kept keeps it. */
-	if (unlinkat(rootfd, rec->id, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != EEXIST &&
-	    errno != ENOENT) {
-		fprintf(stderr, "toren-sandbox rm: remove `%s`: %s\n", rec->dir, strerror(errno));
-		ok = false;
-	}
-	return ok ? 0 : -EIO;
-}
-
-int ts_cmd_rm(int argc, char **argv)
+int ts_subcmd_rm(int argc, char **argv)
 {
 	static const struct option longopts[] = { { "force", no_argument, NULL, 'f' },
 						  { "purge", no_argument, NULL, 'P' },
@@ -191,13 +129,15 @@ int ts_cmd_rm(int argc, char **argv)
 			failed = 1;
 			continue;
 		}
-		if (ts_store_delete(st, recs[i].id, &err) < 0) {
+		if (ts_sandbox_remove(st, &paths, &recs[i], purge, warn_line, NULL, &err) < 0) {
 			ts_cli_error("rm", &err);
 			failed = 1;
+			/* forgotten even when some files stayed: it is removed as a sandbox */
+			if (!forgotten(st, recs[i].id))
+				continue;
+			printf("%s\n", recs[i].id);
 			continue;
 		}
-		if (remove_files(&paths, &recs[i], purge) < 0)
-			failed = 1;
 		printf("%s\n", recs[i].id);
 	}
 	fflush(stdout);

@@ -48,7 +48,7 @@ static int __attribute__((format(printf, 1, 2))) bad(const char *fmt, ...)
 	return 2;
 }
 
-int ts_cmd_run(int argc, char **argv)
+int ts_subcmd_run(int argc, char **argv)
 {
 	enum {
 		O_TIMEOUT = 256,

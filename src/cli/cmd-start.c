@@ -4,7 +4,7 @@
 #include "commands.h"
 #include "sandbox.h"
 
-int ts_cmd_start(int argc, char **argv)
+int ts_subcmd_start(int argc, char **argv)
 {
 	return ts_cli_each(argc, argv, "start", ts_sandbox_start);
 }

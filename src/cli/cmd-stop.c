@@ -11,7 +11,7 @@ static int stop(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error
 	return ts_sandbox_stop(st, rec, TS_STOP_GRACE_MS, err);
 }
 
-int ts_cmd_stop(int argc, char **argv)
+int ts_subcmd_stop(int argc, char **argv)
 {
 	return ts_cli_each(argc, argv, "stop", stop);
 }

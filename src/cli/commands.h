@@ -3,18 +3,20 @@
 
 /* One subcommand per file (cmd-<name>.c); main.c holds the dispatch table. Each returns
  * the process exit status. */
-int ts_cmd_run(int argc, char **argv);
-int ts_cmd_doctor(int argc, char **argv);
-int ts_cmd_create(int argc, char **argv);
-int ts_cmd_start(int argc, char **argv);
-int ts_cmd_stop(int argc, char **argv);
-int ts_cmd_restart(int argc, char **argv);
-int ts_cmd_exec(int argc, char **argv);
-int ts_cmd_ps(int argc, char **argv);
-int ts_cmd_logs(int argc, char **argv);
-int ts_cmd_kill(int argc, char **argv);
-int ts_cmd_ls(int argc, char **argv);
-int ts_cmd_inspect(int argc, char **argv);
-int ts_cmd_rm(int argc, char **argv);
-int ts_cmd_reap(int argc, char **argv);
-int ts_cmd_cp(int argc, char **argv);
+int ts_subcmd_run(int argc, char **argv);
+int ts_subcmd_doctor(int argc, char **argv);
+int ts_subcmd_create(int argc, char **argv);
+int ts_subcmd_start(int argc, char **argv);
+int ts_subcmd_stop(int argc, char **argv);
+int ts_subcmd_restart(int argc, char **argv);
+int ts_subcmd_exec(int argc, char **argv);
+int ts_subcmd_ps(int argc, char **argv);
+int ts_subcmd_logs(int argc, char **argv);
+int ts_subcmd_kill(int argc, char **argv);
+int ts_subcmd_ls(int argc, char **argv);
+int ts_subcmd_inspect(int argc, char **argv);
+int ts_subcmd_rm(int argc, char **argv);
+int ts_subcmd_reap(int argc, char **argv);
+int ts_subcmd_cp(int argc, char **argv);
+int ts_subcmd_attach(int argc, char **argv);
+int ts_subcmd_timeout(int argc, char **argv);

@@ -377,3 +377,73 @@ int ts_ctl_send_simple(int fd, uint16_t type, uint32_t id)
 	ts_ctl_msg_init(&m, type, id);
 	return ts_ctl_send(fd, &m, NULL, 0);
 }
+
+struct ts_ctl_chunk {
+	struct ts_ctl_chunk *next;
+	size_t len;
+	uint8_t data[];
+};
+
+int ts_ctl_outq_push(struct ts_ctl_outq *q, const struct ts_ctl_msg *m)
+{
+	struct ts_ctl_chunk *c;
+	uint32_t len = (uint32_t)m->len;
+
+	if (m->len > TS_CTL_MAX_PAYLOAD)
+		return -E2BIG;
+	c = malloc(sizeof(*c) + TS_CTL_HDR_LEN + m->len);
+	if (!c)
+		return -ENOMEM;
+	c->next = NULL;
+	c->len = TS_CTL_HDR_LEN + m->len;
+	memcpy(c->data, &len, 4);
+	memcpy(c->data + 4, &m->type, 2);
+	memcpy(c->data + 6, &m->flags, 2);
+	memcpy(c->data + 8, &m->id, 4);
+	if (m->len)
+		memcpy(c->data + TS_CTL_HDR_LEN, m->data, m->len);
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	q->bytes += c->len;
+	return 0;
+}
+
+int ts_ctl_outq_flush(struct ts_ctl_outq *q, int fd)
+{
+	while (q->head) {
+		struct ts_ctl_chunk *c = q->head;
+		ssize_t n = send(fd, c->data + q->head_off, c->len - q->head_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 1 : -errno;
+		}
+		q->head_off += (size_t)n;
+		q->bytes -= (size_t)n;
+		if (q->head_off < c->len)
+			return 1;
+		q->head = c->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->head_off = 0;
+		free(c);
+	}
+	return 0;
+}
+
+void ts_ctl_outq_free(struct ts_ctl_outq *q)
+{
+	while (q->head) {
+		struct ts_ctl_chunk *c = q->head;
+
+		q->head = c->next;
+		free(c);
+	}
+	q->tail = NULL;
+	q->bytes = q->head_off = 0;
+}

@@ -21,7 +21,7 @@
 
 #include "error.h"
 
-#define TS_CTL_VERSION 2
+#define TS_CTL_VERSION 3
 #define TS_CTL_HDR_LEN 12
 #define TS_CTL_MAX_PAYLOAD (1U << 20) /* 1 MiB: file data moves in chunks below this */
 #define TS_CTL_CHUNK (256U * 1024U)   /* file data per message */
@@ -44,6 +44,14 @@ enum ts_ctl_type {
 	TS_CTL_FILE_DATA,  /* either way {DATA, OFFSET}: a chunk of a file */
 	TS_CTL_FILE_ENTRY, /* s->c {PATH, TYPE, MODE, SIZE, MTIME, UID, GID, TARGET} */
 	TS_CTL_FILE_EVENT, /* s->c {PATH, EVENT}: a watch event */
+	/* v3: init owns every process's streams (runtime/proctab.h) */
+	TS_CTL_ATTACH,	    /* c->s {selector}: ATTACHED, the backlog and live OUTPUT, EXITED */
+	TS_CTL_ATTACHED,    /* s->c {PROC, PID}: attached */
+	TS_CTL_DETACH,	    /* c->s {selector}: stop streaming it to this connection; OK */
+	TS_CTL_OUTPUT,	    /* s->c {PROC, STREAM, OFFSET, DATA}: output of an attached process */
+	TS_CTL_INPUT,	    /* c->s {selector, DATA}: to its stdin pipe or pty; OK */
+	TS_CTL_CLOSE_STDIN, /* c->s {selector}: end of its input (after what is queued); OK */
+	TS_CTL_RESIZE,	    /* c->s {selector, COLS, ROWS}: its pty's window size; OK */
 	TS_CTL_TYPE_MAX,
 };
 
@@ -79,15 +87,40 @@ enum ts_ctl_tag {
 	TS_T_TARGET,	  /* string, symlink target */
 	TS_T_DEPTH,	  /* u64 */
 	TS_T_EVENT,	  /* string "create" | "write" | "remove" | "rename" | "chmod" */
+	/* v3 */
+	TS_T_TAG,	 /* string: a process's tag (E2B's ProcessSelector.tag) */
+	TS_T_STREAM,	 /* u64 TS_STREAM_* */
+	TS_T_COLS,	 /* u64 */
+	TS_T_ROWS,	 /* u64 */
+	TS_T_TIMEOUT_MS, /* u64: a process's deadline from its start; 0 none */
+	TS_T_TIMED_OUT,	 /* u64 1: EXITED because its deadline passed (killed) */
 	TS_T_TAG_MAX,
 };
 
-/* TS_T_FLAGS of SPAWN */
-#define TS_SPAWN_PTY (1U << 0)	  /* a pty; its master comes back with SPAWNED */
-#define TS_SPAWN_DETACH (1U << 1) /* background: output to the log, stdin /dev/null */
-#define TS_SPAWN_STDIO (1U << 2)  /* the request carries 3 fds: stdin, stdout, stderr */
-/* SPAWN may carry {UID}: run as that uid (0 root, 1000 user) instead of init's own;
- * ERROR EPERM where the sandbox has no such user. PS_ENTRY carries each one's UID. */
+/*
+ * SPAWN {ARG..., ENV..., CWD, UID, TAG, FLAGS, TIMEOUT_MS, COLS, ROWS} (v3). init owns the
+ * process's streams: stdout and stderr pipes (or one pty), stdin /dev/null, a pipe kept
+ * open until CLOSE_STDIN (TS_SPAWN_STDIN), or the pty. UID: run as 0 (root) or 1000
+ * (user) instead of init's own (ERROR EPERM where the sandbox has no such user). A cwd
+ * that does not exist is ERROR EINVAL, a program that cannot be executed ERROR
+ * ENOENT/EACCES, and nothing runs. Reply SPAWNED {PROC, PID}; with TS_SPAWN_ATTACH the
+ * connection is attached from the start (as ATTACH, without the ATTACHED reply).
+ *
+ * Selectors of ATTACH, DETACH, INPUT, CLOSE_STDIN, RESIZE, SIGNAL, WAIT: {PROC} (init's
+ * process id), {PID} (the sandbox's pid: the running process, else the latest record),
+ * or {TAG} (the running process with that tag). Unknown: ERROR ESRCH.
+ */
+#define TS_SPAWN_PTY (1U << 0)	  /* a pty of COLS x ROWS (default 80 x 24) */
+#define TS_SPAWN_LOG (1U << 1)	  /* output also to $ROOT/<id>/logs/<proc>.log (exec -d) */
+#define TS_SPAWN_STDIN (1U << 2)  /* stdin is a pipe, written by INPUT */
+#define TS_SPAWN_ATTACH (1U << 3) /* attach the spawning connection */
+
+/* TS_T_STREAM of OUTPUT */
+enum ts_stream {
+	TS_STREAM_STDOUT = 1,
+	TS_STREAM_STDERR = 2,
+	TS_STREAM_PTY = 3,
+};
 
 /* TS_T_OP of FILE */
 enum ts_file_op {
@@ -164,6 +197,20 @@ int ts_ctl_recv(int fd, struct ts_ctl_msg *out);
 /* As ts_ctl_recv, giving up with -ETIMEDOUT after timeout_ms (a peer that stalls, or
  * sends half a message, cannot hold a caller that has deadlines). */
 int ts_ctl_recv_timeout(int fd, struct ts_ctl_msg *out, int timeout_ms);
+
+/*
+ * Outgoing messages of a non-blocking peer (init's connections, the host's clients): a
+ * byte queue that never blocks the sender. ts_ctl_outq_push serializes m (no fds);
+ * ts_ctl_outq_flush writes what the socket takes: 0 when the queue is empty, 1 when bytes
+ * remain (wait for POLLOUT), -errno when the peer is gone.
+ */
+struct ts_ctl_outq {
+	struct ts_ctl_chunk *head, *tail;
+	size_t bytes, head_off;
+};
+int ts_ctl_outq_push(struct ts_ctl_outq *q, const struct ts_ctl_msg *m);
+int ts_ctl_outq_flush(struct ts_ctl_outq *q, int fd);
+void ts_ctl_outq_free(struct ts_ctl_outq *q);
 
 /* Reply helpers (server side). */
 int ts_ctl_send_error(int fd, uint32_t id, int code, const char *fmt, ...)

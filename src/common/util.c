@@ -4,11 +4,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,14 +118,46 @@ int ts_mkdir_p(int dirfd, const char *path, mode_t mode)
 	return 0;
 }
 
-static int ts_rm_children(int dfd, dev_t dev, int depth)
+/*
+ * How many directory levels a removal holds open. A tree may be far deeper (a sandbox
+ * makes one as deep as it likes): a directory at this depth is moved up, renamed into the
+ * top of the tree being removed, and removed by a later pass from there. Every fd stays
+ * inside that tree, the work stays linear in its size, and the fds in use stay bounded.
+ */
+#define RM_OPEN_LEVELS 16
+
+struct rm_walk {
+	int top; /* the directory being emptied */
+	dev_t dev;
+	unsigned long moved; /* directories moved up so far (their names) */
+	bool again;	     /* something was moved up: the top needs another pass */
+};
+
+/* Move dfd/name (a directory too deep to enter) up into the top of the removal. */
+static int rm_move_up(struct rm_walk *w, int dfd, const char *name)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		char tmp[64];
+
+		snprintf(tmp, sizeof(tmp), ".ts-rm-deep-%lu", w->moved++);
+		/* musl has no renameat2() wrapper */
+		if (syscall(SYS_renameat2, dfd, name, w->top, tmp, RENAME_NOREPLACE) == 0) {
+			w->again = true;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* Empty the directory open as dfd (consumed) at depth levels below the top. */
+static int rm_children(struct rm_walk *w, int dfd, int depth)
 {
 	DIR *d;
 	struct dirent *de;
 	int r = 0;
 
-	if (depth > 4096)
-		return -ELOOP;
 	d = fdopendir(dfd);
 	if (!d) {
 		close(dfd);
@@ -139,13 +174,19 @@ static int ts_rm_children(int dfd, dev_t dev, int depth)
 			continue;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			int sub;
+			int sub, k;
 
 			/* Never descend into another file system: a mount point inside means
 			 * something is still mounted and removing through it is wrong. */
-			if (st.st_dev != dev) {
+			if (st.st_dev != w->dev) {
 				if (!r)
 					r = -EBUSY;
+				continue;
+			}
+			if (depth + 1 >= RM_OPEN_LEVELS) {
+				k = rm_move_up(w, dirfd(d), de->d_name);
+				if (k < 0 && !r)
+					r = k;
 				continue;
 			}
 			sub = openat(dirfd(d), de->d_name,
@@ -162,7 +203,7 @@ static int ts_rm_children(int dfd, dev_t dev, int depth)
 					continue;
 				}
 			}
-			int k = ts_rm_children(sub, dev, depth + 1);
+			k = rm_children(w, sub, depth + 1);
 			if (k < 0 && !r)
 				r = k;
 			if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT &&
@@ -178,17 +219,28 @@ static int ts_rm_children(int dfd, dev_t dev, int depth)
 
 int ts_rm_rf_at(int dirfd, const char *name)
 {
+	struct rm_walk w = { .top = -EBADF };
 	struct stat st;
-	int fd, r;
+	int r;
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISDIR(st.st_mode))
 		return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
-	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	w.top = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (w.top < 0)
 		return -errno;
-	r = ts_rm_children(fd, st.st_dev, 0);
+	w.dev = st.st_dev;
+	/* each pass removes what it reaches and moves up what lies deeper */
+	do {
+		int fd = fcntl(w.top, F_DUPFD_CLOEXEC, 3);
+
+		w.again = false;
+		r = fd < 0 ? -errno : rm_children(&w, fd, 0);
+		if (fd >= 0)
+			lseek(w.top, 0, SEEK_SET);
+	} while (r == 0 && w.again);
+	close(w.top);
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && !r)
 		r = -errno;
 	return r;

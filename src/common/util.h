@@ -27,7 +27,9 @@ int ts_mkdir_p(int dirfd, const char *path, mode_t mode);
 
 /*
  * Remove the tree at dirfd/name without ever following a symlink (unlinkat on fds opened
- * with O_NOFOLLOW|O_DIRECTORY). Crosses no mount point. 0 or -errno.
+ * with O_NOFOLLOW|O_DIRECTORY). Crosses no mount point. Any depth, with at most about 20
+ * fds open (deeper directories are moved up into the tree's top, see util.c). 0 or
+ * -errno.
  */
 int ts_rm_rf_at(int dirfd, const char *name);
 

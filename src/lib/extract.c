@@ -214,11 +214,11 @@ static int extract_entry(struct ts_copy *c, const struct libarchive *L, struct a
 		return 0;
 	}
 	if (type == AE_IFDIR) {
-		r = ts_files_mkdir(c->conn, path, perm | 0700, err);
+		r = c->ops->mkdir(c->ctx, path, perm | 0700, err);
 	} else if (type == AE_IFREG) {
 		struct data_reader d = { .L = L, .a = a };
 
-		r = ts_files_write_from(c->conn, path, (int)perm, read_entry, &d, err);
+		r = c->ops->write_from(c->ctx, path, (int)perm, read_entry, &d, err);
 		if (d.failed)
 			return ts_err(err, -EIO, "read `%s` in `%s`: %s", name, shown,
 				      L->error_string(a) ? L->error_string(a) : "damaged");
@@ -273,7 +273,7 @@ int ts_archive_extract(struct ts_copy *c, int fd, const char *shown, const char 
 		}
 		/* the destination only once there is an archive to put into it */
 		if (first && (h == ARCHIVE_OK || h == ARCHIVE_WARN || h == ARCHIVE_EOF) &&
-		    (r = ts_files_mkdir(c->conn, dst, 0755, err)) < 0)
+		    (r = c->ops->mkdir(c->ctx, dst, 0755, err)) < 0)
 			break;
 		if (h == ARCHIVE_EOF)
 			break;

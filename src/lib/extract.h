@@ -8,7 +8,7 @@
  * not, zip, cpio, 7z, ...), loaded with dlopen(3) on first use so that no other command
  * pays for mapping it and its compression libraries. Only the decompression filters
  * libarchive runs in-process are enabled: none that would start an external program. Nothing is written on the host:
- * every entry becomes a request of the file API (ts_files_mkdir, ts_files_write_from),
+ * every entry becomes a request of the file API (c->ops: mkdir, write_from),
  * served inside the sandbox by a worker without capabilities whose paths resolve in the
  * sandbox's root only.
  *
@@ -22,11 +22,11 @@
  * Each skip is counted in c->skipped and told to c->warn, and the rest still goes in.
  */
 #include "error.h"
-#include "files.h"
+#include "copy.h"
 
 /*
  * Extract the archive open as fd (a file or a pipe) into the sandbox directory dst (made
- * with its parents when missing), over c->conn. shown names the archive in messages.
+ * with its parents when missing), through c->ops. shown names the archive in messages.
  * 0 (entries may have been skipped) or -errno: the archive is unreadable or damaged,
  * libarchive is not installed, or the connection failed.
  */

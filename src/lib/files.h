@@ -91,43 +91,6 @@ int ts_files_remove(int conn, const char *path, struct ts_error *err);
 /* rename(2) inside the sandbox: an existing target is replaced. 0 or -errno. */
 int ts_files_rename(int conn, const char *from, const char *to, struct ts_error *err);
 
-/* Copies of whole trees between the host and a sandbox (toren-sandbox cp). */
-struct ts_copy {
-	int conn;
-	unsigned skipped; /* entries left out: symlinks, special files, protected names */
-	mode_t umask;	  /* applied to what a copy out creates (read by ts_files_copy_out) */
-	void (*warn)(void *userdata, const char *msg); /* told about each; may be NULL */
-	void *userdata;
-};
-
-/* Count an entry left out of a copy and tell c->warn (the message made safe to print). */
-void ts_copy_skip(struct ts_copy *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/*
- * Copy the host file or directory open as src_fd to the sandbox path dst (the new
- * file's or directory's own path). Directories are copied recursively through fds
- * opened with O_NOFOLLOW; symlinks, special files and files inside the tree that the
- * sandbox refuses as protected are skipped (counted in c->skipped, told to c->warn). Modes keep their
- * permission bits (directories get u+rwx). src_shown names src in messages. 0 or -errno.
- */
-int ts_files_copy_in(struct ts_copy *c, int src_fd, const char *src_shown, const char *dst,
-		     struct ts_error *err);
-
-/*
- * Copy the sandbox file or directory src to dst_name in the host directory dst_dirfd.
- * Everything is created relative to directory fds, with O_NOFOLLOW and O_EXCL, under
- * names the sandbox sent only after ts_files_name_ok. A file is written into an unnamed
- * file (O_TMPFILE) and linked in when complete, replacing an existing one through a
- * rename (an existing host symlink is replaced, never written through); where the file
- * system has no O_TMPFILE, a temporary name `.toren-cp-PID-START-RANDOM` that every exit
- * path removes, and that a later copy into the same directory removes once that process
- * is gone (killed mid-copy). Modes are the sandbox's permission bits less our umask, as
- * cp(1) without -p: no setuid, setgid or sticky bit. Sandbox symlinks and special files
- * are skipped (c->skipped). dst_shown names the destination in messages. 0 or -errno.
- */
-int ts_files_copy_out(struct ts_copy *c, const char *src, int dst_dirfd, const char *dst_name,
-		      const char *dst_shown, struct ts_error *err);
-
 /* Is name (sent by a sandbox) a plain file name: not empty, not `.` or `..`, no `/`,
  * at most NAME_MAX bytes? */
 bool ts_files_name_ok(const char *name);

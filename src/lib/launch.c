@@ -146,6 +146,24 @@ static int build_env(struct ts_strv *a, const struct ts_run_opts *o)
 	return 0;
 }
 
+/*
+ * Does the allow-list give name a value (NAME=VALUE, or NAME set on the host)? init must
+ * know which of HOME, USER and LOGNAME the sandbox sets itself: those win over the
+ * defaults of the user a process is started as.
+ */
+static bool policy_sets_env(const struct ts_policy *pol, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < pol->n_env; i++) {
+		const char *e = pol->env[i];
+
+		if (!strncmp(e, name, len) && (e[len] == '=' || (!e[len] && getenv(name))))
+			return true;
+	}
+	return false;
+}
+
 static bool cgroups_ok(const struct ts_prepared *p, const char *ctrl, char *why, size_t len)
 {
 	if (p->setuid_helper) {
@@ -306,6 +324,8 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 {
 	struct ts_strv *a = &p->argv;
 	const struct ts_policy *pol = o->policy;
+	/* what a process started as another user gets unless the sandbox sets it */
+	static const char *const user_env[] = { "HOME", "USER", "LOGNAME" };
 	bool ro_root = !o->as_root;
 	/* A durable sandbox with root and user (init --init-setid) gets a system's layout:
 	 * /tmp, /var, /var/tmp, /run and /root belong to root, so that the kernel's
@@ -451,6 +471,12 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		for (size_t i = 0; i < pol->n_protected; i++) {
 			r |= ts_strv_push(a, "--protect-pattern");
 			r |= ts_strv_push(a, pol->protected_patterns[i]);
+		}
+		for (size_t i = 0; i < ELEMENTSOF(user_env); i++) {
+			if (!policy_sets_env(pol, user_env[i]))
+				continue;
+			r |= ts_strv_push(a, "--global-env");
+			r |= ts_strv_push(a, user_env[i]);
 		}
 		return r ? ts_err(err, -ENOMEM, "build helper command line") : 0;
 	}
@@ -668,14 +694,9 @@ dirs_done:
 
 		if (!realpath(o->workspace, p->workspace))
 			return ts_err_errno(err, -errno, "workspace `%s`", o->workspace);
-		if (stat(p->workspace, &wst) == 0 && wst.st_uid != (uid_t)p->idmap.user_uid &&
-		    !p->idmap.has_root)
-			ts_strv_pushf(&p->warnings,
-				      "workspace `%s` is owned by uid %u, not by the sandbox user "
-				      "(host uid %lu): it may not be writable inside",
-				      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid);
-		else if (stat(p->workspace, &wst) == 0 && wst.st_uid != (uid_t)p->idmap.user_uid &&
-			 !strcmp(p->idmap.mode, "root-range") && !p->setuid_helper) {
+		if (stat(p->workspace, &wst) < 0 || wst.st_uid == (uid_t)p->idmap.user_uid) {
+			/* the sandbox user's own: nothing to do */
+		} else if (!strcmp(p->idmap.mode, "root-range") && !p->setuid_helper) {
 			/* Root in the host's namespace (a CI job's checkout): the workspace is
 			 * bound id-mapped, its owner appearing as the sandbox's user, and what
 			 * the sandbox creates there belongs to that owner on the host. The
@@ -684,8 +705,7 @@ dirs_done:
 			p->ws_owner_uid = (long long)wst.st_uid;
 			p->ws_owner_gid = (long long)wst.st_gid;
 			p->seccomp_flags |= TS_SECCOMP_GUARD_SETID;
-		} else if (stat(p->workspace, &wst) == 0 &&
-			   wst.st_uid != (uid_t)p->idmap.user_uid && getuid() == 0)
+		} else if (getuid() == 0) {
 			ts_strv_pushf(
 				&p->warnings,
 				"workspace `%s` is owned by uid %u; the sandbox user is host "
@@ -694,6 +714,12 @@ dirs_done:
 				p->idmap.user_uid, p->idmap.user_gid,
 				wst.st_uid == 0 ? " (host root is never mapped into a sandbox)"
 						: "");
+		} else {
+			ts_strv_pushf(&p->warnings,
+				      "workspace `%s` is owned by uid %u, not by the sandbox user "
+				      "(host uid %lu): it may not be writable inside",
+				      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid);
+		}
 	} else {
 		if (ts_path_join(p->workspace, sizeof(p->workspace), p->dir, "workspace") < 0)
 			return ts_err(err, -ENAMETOOLONG, "workspace path too long");

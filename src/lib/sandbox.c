@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "cleanup.h"
 #include "ctl.h"
+#include "ctlclient.h"
 #include "hostcheck.h"
 #include "idmap-plan.h"
 #include "launch.h"
@@ -209,6 +211,18 @@ bool ts_sandbox_running(struct ts_sandbox_rec *rec)
 	return false;
 }
 
+/* SHUTDOWN, and its OK (init answers before it ends everything). */
+static void send_shutdown(struct ts_ctl_client *c)
+{
+	struct ts_ctl_msg m = { 0 }, reply = { 0 };
+	struct ts_error ignore;
+
+	ts_ctl_msg_init(&m, TS_CTL_SHUTDOWN, 0);
+	if (ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, &ignore) == 0)
+		ts_ctl_msg_free(&reply);
+	ts_ctl_msg_free(&m);
+}
+
 /*
  * An init that serves the sandbox's control socket although none is on record: its starter
  * was killed between the helper's report and the store update. It is asked to end
@@ -216,18 +230,17 @@ bool ts_sandbox_running(struct ts_sandbox_rec *rec)
  */
 static void end_unrecorded_init(const struct ts_sandbox_rec *rec)
 {
+	struct ts_ctl_client *c = NULL;
 	struct ts_error ignore;
-	int fd = ts_sandbox_connect(rec, &ignore);
 
-	if (fd < 0)
+	if (ts_ctl_client_connect(rec->dir, rec->id, TS_ANSWER_MS, &c, &ignore) < 0)
 		return;
-	ts_ctl_send_simple(fd, TS_CTL_SHUTDOWN, 1);
-	close(fd);
+	send_shutdown(c);
+	ts_ctl_client_free(c);
 	for (int i = 0; i < (TS_STOP_WAIT_MS + 2500) / 20; i++) {
-		fd = ts_sandbox_connect(rec, &ignore);
-		if (fd < 0)
+		if (ts_ctl_client_connect(rec->dir, rec->id, TS_ANSWER_MS, &c, &ignore) < 0)
 			return;
-		close(fd);
+		ts_ctl_client_free(c);
 		usleep(20000);
 	}
 }
@@ -374,71 +387,6 @@ fail:
 	return r;
 }
 
-int ts_sandbox_connect(const struct ts_sandbox_rec *rec, struct ts_error *err)
-{
-	_cleanup_close_ int runfd = -EBADF, fd = -EBADF;
-	struct sockaddr_un sa;
-	struct ts_ctl_msg m = { 0 };
-	uint64_t version = 0;
-	char run[4200];
-	int r;
-
-	snprintf(run, sizeof(run), "%s/run", rec->dir);
-	runfd = open(run, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (runfd < 0)
-		return ts_err_errno(err, -errno, "sandbox `%s`: open `%s`", rec->id, run);
-	if (ts_unix_addr(&sa, run, runfd, "control.sock") < 0)
-		return ts_err(err, -ENAMETOOLONG, "control socket path too long");
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return ts_err_errno(err, -errno, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return ts_err_errno(err, -errno, "sandbox `%s` is not answering", rec->id);
-	ts_ctl_msg_init(&m, TS_CTL_HELLO, 0);
-	ts_ctl_put_u64(&m, TS_T_VERSION, TS_CTL_VERSION);
-	r = ts_ctl_send(fd, &m, NULL, 0);
-	ts_ctl_msg_free(&m);
-	if (r >= 0)
-		r = ts_ctl_recv_timeout(fd, &m, TS_ANSWER_MS);
-	if (r < 0)
-		return ts_err_errno(err, r, "sandbox `%s`: hello", rec->id);
-	r = m.type == TS_CTL_HELLO ? ts_ctl_get_u64(&m, TS_T_VERSION, &version) : -EPROTO;
-	ts_ctl_msg_free(&m);
-	if (r < 0 || version != TS_CTL_VERSION)
-		return ts_err(err, -EPROTO,
-			      "sandbox `%s` speaks control protocol %llu, this toren-sandbox %d: "
-			      "another version started it; `toren-sandbox restart %s` starts it "
-			      "again with this one (its processes end, its files stay)",
-			      rec->id, (unsigned long long)version, TS_CTL_VERSION, rec->id);
-	return TAKE_FD(fd);
-}
-
-int ts_sandbox_query(const struct ts_sandbox_rec *rec, uint64_t *idle_ms, uint64_t *attached,
-		     struct ts_error *err)
-{
-	_cleanup_close_ int fd = -EBADF;
-	struct ts_ctl_msg m = { 0 };
-	int r;
-
-	fd = ts_sandbox_connect(rec, err);
-	if (fd < 0)
-		return fd;
-	ts_ctl_msg_init(&m, TS_CTL_HELLO, 1);
-	ts_ctl_put_u64(&m, TS_T_VERSION, TS_CTL_VERSION);
-	r = ts_ctl_send(fd, &m, NULL, 0);
-	ts_ctl_msg_free(&m);
-	if (r >= 0)
-		r = ts_ctl_recv_timeout(fd, &m, TS_ANSWER_MS);
-	if (r < 0)
-		return ts_err_errno(err, r, "sandbox `%s`: query", rec->id);
-	*idle_ms = *attached = 0;
-	if (m.type != TS_CTL_HELLO || ts_ctl_get_u64(&m, TS_T_IDLE_MS, idle_ms) < 0 ||
-	    ts_ctl_get_u64(&m, TS_T_ATTACHED, attached) < 0)
-		r = ts_err(err, -EPROTO, "sandbox `%s`: bad query reply", rec->id);
-	ts_ctl_msg_free(&m);
-	return r < 0 ? r : 0;
-}
-
 /* Wait until the process behind pidfd is gone, up to ms. True when gone. */
 static bool wait_gone(int pidfd, int ms)
 {
@@ -465,12 +413,12 @@ int ts_sandbox_stop(struct ts_store *st, struct ts_sandbox_rec *rec, unsigned gr
 		return ts_store_update(st, rec, err);
 	}
 	{
+		struct ts_ctl_client *c = NULL;
 		struct ts_error ignore;
-		int fd = ts_sandbox_connect(rec, &ignore);
 
-		if (fd >= 0) {
-			ts_ctl_send_simple(fd, TS_CTL_SHUTDOWN, 1);
-			close(fd);
+		if (ts_ctl_client_connect(rec->dir, rec->id, TS_ANSWER_MS, &c, &ignore) == 0) {
+			send_shutdown(c);
+			ts_ctl_client_free(c);
 		} else {
 			ts_pidfd_send_signal(pidfd, SIGTERM, NULL, 0);
 		}
@@ -513,4 +461,108 @@ int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err)
 			      "root` and subordinate ids (see `toren-sandbox doctor`)",
 			      rec->id, plan.mode);
 	return 0;
+}
+
+bool ts_sandbox_own_workspace(const struct ts_sandbox_rec *rec)
+{
+	char own[4200];
+	json_t *spec;
+	bool r;
+
+	snprintf(own, sizeof(own), "%s/workspace", rec->dir);
+	if (strcmp(own, rec->workspace) != 0)
+		return false;
+	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
+	r = spec && !json_is_false(json_object_get(spec, "own_workspace"));
+	json_decref(spec);
+	return r;
+}
+
+static void warnf(ts_sandbox_warn_fn warn, void *ud, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void warnf(ts_sandbox_warn_fn warn, void *ud, const char *fmt, ...)
+{
+	char msg[8400];
+	va_list ap;
+
+	if (!warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	warn(ud, msg);
+}
+
+static bool exists_at(int dfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Remove dfd/name without following links; say what failed. true when gone. */
+static bool remove_at(int dfd, const char *dir, const char *name, ts_sandbox_warn_fn warn, void *ud)
+{
+	int r = ts_rm_rf_at(dfd, name);
+
+	if (r < 0) {
+		warnf(warn, ud, "remove `%s/%s`: %s", dir, name, strerror(-r));
+		return false;
+	}
+	return true;
+}
+
+int ts_sandbox_remove(struct ts_store *st, const struct ts_paths *paths,
+		      const struct ts_sandbox_rec *rec, bool purge, ts_sandbox_warn_fn warn,
+		      void *ud, struct ts_error *err)
+{
+	static const char *const always[] = { "run", "logs", "work" };
+	_cleanup_close_ int rootfd = -EBADF, dfd = -EBADF;
+	char expect[4200];
+	bool own_ws = ts_sandbox_own_workspace(rec), ok = true;
+	int r;
+
+	r = ts_store_delete(st, rec->id, err);
+	if (r < 0)
+		return r;
+	snprintf(expect, sizeof(expect), "%s/%s", paths->root, rec->id);
+	if (strcmp(expect, rec->dir) != 0)
+		return ts_err(err, -EINVAL,
+			      "%s: recorded directory `%s` is not `%s`: its files are left alone",
+			      rec->id, rec->dir, expect);
+	if (purge && !own_ws)
+		warnf(warn, ud,
+		      "%s: kept workspace `%s`: it was given with --workspace, not made for the "
+		      "sandbox",
+		      rec->id, rec->workspace);
+	rootfd = open(paths->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd >= 0)
+		dfd = openat(rootfd, rec->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return ts_err_errno(err, -errno, "open `%s`", rec->dir);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(always); i++)
+		ok &= remove_at(dfd, rec->dir, always[i], warn, ud);
+	if (purge) {
+		ok &= remove_at(dfd, rec->dir, "upper", warn, ud);
+		if (own_ws)
+			ok &= remove_at(dfd, rec->dir, "workspace", warn, ud);
+	} else {
+		bool upper = exists_at(dfd, "upper"), ws = own_ws && exists_at(dfd, "workspace");
+
+		if (upper || ws)
+			warnf(warn, ud, "%s: kept %s%s%s in `%s` (--purge removes %s)", rec->id,
+			      ws ? "its workspace" : "", ws && upper ? " and " : "",
+			      upper ? "its upper layer" : "", rec->dir,
+			      ws && upper ? "them" : "it");
+	}
+	/* Gone when empty; what was kept keeps it. */
+	if (unlinkat(rootfd, rec->id, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != EEXIST &&
+	    errno != ENOENT) {
+		warnf(warn, ud, "remove `%s`: %s", rec->dir, strerror(errno));
+		ok = false;
+	}
+	return ok ? 0 : ts_err(err, -EIO, "`%s`: some files could not be removed", rec->dir);
 }

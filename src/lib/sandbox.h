@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "paths.h"
 #include "policy.h"
 #include "store.h"
 
@@ -64,5 +65,20 @@ int ts_sandbox_stop(struct ts_store *st, struct ts_sandbox_rec *rec, unsigned gr
 int ts_sandbox_query(const struct ts_sandbox_rec *rec, uint64_t *idle_ms, uint64_t *attached,
 		     struct ts_error *err);
 
-/* Connect to a running sandbox's control socket (HELLO done). Returns the fd or -errno. */
-int ts_sandbox_connect(const struct ts_sandbox_rec *rec, struct ts_error *err);
+/* Told about what a removal kept or could not remove (the library prints nothing). */
+typedef void (*ts_sandbox_warn_fn)(void *userdata, const char *msg);
+
+/*
+ * Forget a stopped sandbox and remove its runtime files (run/ logs/ work/); with purge its
+ * upper layer and its own workspace too (never one given with --workspace). Only
+ * $ROOT/<id> itself is ever touched, through fds opened with O_NOFOLLOW, so neither a
+ * symlink planted in the sandbox's directory nor a tampered `dir` column can point the
+ * removal elsewhere. What was kept or failed is told to warn. 0, or -errno.
+ */
+int ts_sandbox_remove(struct ts_store *st, const struct ts_paths *paths,
+		      const struct ts_sandbox_rec *rec, bool purge, ts_sandbox_warn_fn warn,
+		      void *userdata, struct ts_error *err);
+
+/* Is the workspace the sandbox's own ($ROOT/<id>/workspace, made by create), as opposed to
+ * a directory the user gave with --workspace? */
+bool ts_sandbox_own_workspace(const struct ts_sandbox_rec *rec);

@@ -46,7 +46,7 @@ done <"$(dirname "$0")/cpython-ignore.txt"
 # Resources: all but the ones that need the internet beyond a DNS lookup (urlfetch),
 # minutes of CPU, GBs of disk or a display. `network` stays: test_socketserver needs it
 # and uses loopback only.
-/usr/bin/python3 -m test -v -j4 --timeout 300 -u all,-urlfetch,-largefile,-cpu,-gui,-audio \
+/usr/bin/python3 -m test -v -j6 --timeout 300 -u all,-urlfetch,-largefile,-cpu,-gui,-audio \
 	--junit-xml "$PWD/$prefix.xml" "${ignore[@]}" "${match[@]}" \
 	"${modules[@]}" </dev/null >"$prefix.log" 2>&1
 st=$?

@@ -12,6 +12,7 @@
 # --workspace` on its directory.
 set -u
 compat=$TS_STAGE/compat
+# shellcheck source=../live/lib.sh
 . "$compat/lib.sh"
 cli=$TS_CLI
 workload=$TS_WORKLOAD
@@ -100,6 +101,17 @@ relay() {
 	done
 }
 
+compare() { # compare ARGS...: compare.py's verdicts as TAP; its own failure is one too
+	local st
+	"$py" "$compat/compare.py" "$@" >"$work/compare.out" 2>"$work/compare.err"
+	st=$?
+	relay <"$work/compare.out"
+	if [ $st != 0 ]; then
+		tap_not_ok "compare.py $1 ran (status $st)"
+		tap_diag_file "$work/compare.err" 30
+	fi
+}
+
 check_ran() { # the sandbox itself started and no side timed out
 	local w st
 	for w in outside inside; do
@@ -123,7 +135,7 @@ cpython)
 	# sides ever agree is reported as flaky, not as a difference.
 	for i in 1 2; do
 		"$py" "$compat/compare.py" cpython-rerun "$TS_MODE" "$compat/intended.txt" \
-			"$out_ws" "$in_ws" "$work/rerun.txt" "$work/rerun-modules.txt" || break
+			"$out_ws" "$in_ws" "$work/rerun.txt" "$work/rerun-modules.txt" 2>"$work/compare.err" || break
 		[ -s "$work/rerun.txt" ] || break
 		cp "$work/rerun.txt" "$out_ws/rerun.txt"
 		cp "$work/rerun.txt" "$in_ws/rerun.txt"
@@ -131,22 +143,23 @@ cpython)
 		# shellcheck disable=SC2046
 		both 600 bash ./cpython.sh "rerun$i" --matchfile rerun.txt $(cat "$work/rerun-modules.txt")
 	done
-	relay < <("$py" "$compat/compare.py" cpython "$TS_MODE" "$compat/intended.txt" "$out_ws" "$in_ws")
+	compare cpython "$TS_MODE" "$compat/intended.txt" "$out_ws" "$in_ws"
 	;;
 git)
 	both 300 bash ./git.sh
 	check_ran
-	relay < <("$py" "$compat/compare.py" results git "$TS_MODE" "$compat/intended.txt" "$out_ws" "$in_ws" "$work")
+	compare results git "$TS_MODE" "$compat/intended.txt" "$out_ws" "$in_ws" "$work"
 	;;
 node)
 	both 300 /usr/bin/node node/main.js
 	check_ran
-	relay < <("$py" "$compat/compare.py" results node "$TS_MODE" "$compat/intended.txt" "$out_ws" "$in_ws" "$work")
+	compare results node "$TS_MODE" "$compat/intended.txt" "$out_ws" "$in_ws" "$work"
 	;;
 meson)
 	both 900 bash ./meson.sh
 	check_ran
-	relay < <("$py" "$compat/compare.py" results meson "$TS_MODE" "$compat/intended.txt" "$out_ws" "$in_ws" "$work")
+	compare results meson "$TS_MODE" "$compat/intended.txt" "$out_ws" "$in_ws" "$work"
 	;;
 esac
+[ "$TAP_N" -gt 0 ] || tap_not_ok "$workload: something was compared"
 tap_done

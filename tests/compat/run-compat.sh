@@ -13,7 +13,8 @@
 #
 # usage: run-compat.sh MODE BUILD_DIR SOURCE_DIR WORKLOAD    (WORKLOAD: cpython git node meson)
 # env:   TS_TEST_USER (default tsbx-test), TS_TESTS_MUST_WORK=1 turns skips into failures,
-#        TS_COMPAT_KEEP=1 keeps the staging directory (results of both sides) for a look
+#        TS_COMPAT_KEEP=1 keeps the staging directory (results of both sides) for a look,
+#        TS_COMPAT_SOURCE_TAR=FILE: the tree the meson workload builds (default: HEAD)
 set -u
 mode=$1 build=$2 src=$3 workload=$4
 user=${TS_TEST_USER:-tsbx-test}
@@ -62,7 +63,9 @@ cp "$src/tests/live/lib.sh" "$stage/compat/lib.sh"
 if [ "$workload" = meson ]; then
 	# The committed tree (what CI builds): other people's uncommitted edits in a working
 	# copy must not make the build fail on one side only. Without git, a plain copy.
-	if git -c safe.directory='*' -C "$src" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+	if [ -n "${TS_COMPAT_SOURCE_TAR:-}" ]; then
+		cp "$TS_COMPAT_SOURCE_TAR" "$stage/compat/source.tar" || exit 1
+	elif git -c safe.directory='*' -C "$src" rev-parse --verify -q HEAD >/dev/null 2>&1; then
 		git -c safe.directory='*' -C "$src" archive --format=tar -o "$stage/compat/source.tar" HEAD ||
 			{ echo "1..1"; echo "not ok 1 - git archive of $src failed"; exit 1; }
 	else

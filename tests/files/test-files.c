@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "../../runtime/files.h"
+#include "../../src/lib/copy.h"
 #include "../../src/lib/files.h"
 #include "cleanup.h"
 #include "ctl.h"
@@ -892,7 +893,7 @@ static void sec_race(void)
 	struct ts_error err = { 0 };
 	char a[PATH_MAX], b[PATH_MAX], l[PATH_MAX], p[PATH_MAX];
 	int dfd, ops = 0;
-	struct ts_copy c = { .conn = T.conn };
+	struct ts_copy c = { .ops = &ts_copy_conn_ops, .ctx = &T.conn };
 	pid_t sw;
 
 	snprintf(a, sizeof(a), "%s/race", T.ws);
@@ -1084,7 +1085,7 @@ static void warn_count(void *userdata, const char *msg)
 static void sec_copy_out(void)
 {
 	struct ts_error err = { 0 };
-	struct ts_copy c = { .conn = T.conn, .warn = warn_count };
+	struct ts_copy c = { .ops = &ts_copy_conn_ops, .ctx = &T.conn, .warn = warn_count };
 	char p[PATH_MAX], q[PATH_MAX];
 	struct stat st;
 	int dfd, conn, r;
@@ -1133,7 +1134,7 @@ static void sec_copy_out(void)
 
 	/* a lying sandbox */
 	pid = fake_sandbox(&conn);
-	c = (struct ts_copy){ .conn = conn, .warn = warn_count };
+	c = (struct ts_copy){ .ops = &ts_copy_conn_ops, .ctx = &conn, .warn = warn_count };
 	r = ts_files_copy_out(&c, "/x", dfd, "fake", "dest/fake", &err);
 	ok(r == 0 && has(at(p, T.dest, "fake/ok"), "fine") && exists(at(p, T.dest, "fake/dir")),
 	   "FA-12 lying sandbox: the plain names are copied (%s)", err.msg);

@@ -2,10 +2,10 @@
 /*
  * libFuzzer harness for `cp --extract` (src/lib/extract.c): the input is an archive (any
  * format and compression libarchive reads in-process), extracted by ts_archive_extract()
- * into the sandbox directory DST. extract.c turns entries into file-API requests through
- * ts_files_mkdir(), ts_files_write_from() and ts_copy_skip() of src/lib/files.c; this
- * harness is linked with extract.c but not files.c and defines those three itself, as a
- * recording sink instead of a sandbox connection (a mkdir or write of a name matching
+ * into the sandbox directory DST. extract.c turns entries into requests through the
+ * struct ts_copy_ops it is given (mkdir and write_from) and ts_copy_skip() of
+ * src/lib/copy.c; this harness is linked with extract.c but not copy.c and gives those
+ * itself, as a recording sink instead of a sandbox (a mkdir or write of a name matching
  * *.pem or .env is refused with EPERM, as a protected name is, to reach the skip path).
  *
  * Checks, beyond "no crash, no leak":
@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "copy.h"
 #include "extract.h"
 #include "files.h"
 #include "util.h"
@@ -197,10 +198,12 @@ static struct event *record(struct run *r, enum ev_kind kind, const char *path, 
 	return e;
 }
 
-/* The sink: what src/lib/files.c would send to the sandbox. */
-int ts_files_mkdir(int conn, const char *path, unsigned mode, struct ts_error *err)
+/* The sink: what a backend would send to the sandbox. ctx is always &sink_ctx. */
+static int sink_ctx;
+
+static int sink_mkdir(void *ctx, const char *path, unsigned mode, struct ts_error *err)
 {
-	CHECK(cur == &A && conn == -42);
+	CHECK(cur == &A && ctx == &sink_ctx);
 	check_path(path, A.n == 0);
 	CHECK(mode <= 0777 && (mode & 0700) == 0700);
 	check_no_host_files(&A);
@@ -210,12 +213,12 @@ int ts_files_mkdir(int conn, const char *path, unsigned mode, struct ts_error *e
 	return 0;
 }
 
-int ts_files_write_from(int conn, const char *path, int mode, ts_files_reader_fn fn, void *userdata,
-			struct ts_error *err)
+static int sink_write_from(void *ctx, const char *path, int mode, ts_files_reader_fn fn,
+			   void *userdata, struct ts_error *err)
 {
 	struct event *e;
 
-	CHECK(cur == &A && conn == -42);
+	CHECK(cur == &A && ctx == &sink_ctx);
 	CHECK(A.n > 0); /* DST first */
 	check_path(path, false);
 	CHECK(mode >= 0 && mode <= 0777);
@@ -242,6 +245,9 @@ int ts_files_write_from(int conn, const char *path, int mode, ts_files_reader_fn
 		}
 	}
 }
+
+/* extract.c never stats, lists or reads: a NULL op would crash, and that is a finding */
+static const struct ts_copy_ops sink_ops = { .mkdir = sink_mkdir, .write_from = sink_write_from };
 
 static unsigned skipped_msgs;
 
@@ -414,7 +420,7 @@ static void run_free(struct run *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct ts_copy c = { .conn = -42 };
+	struct ts_copy c = { .ops = &sink_ops, .ctx = &sink_ctx };
 	struct ts_error err = { 0 };
 	int fd, r, want;
 

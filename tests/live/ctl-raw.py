@@ -8,8 +8,8 @@ u16 flags, u32 request id}, host byte order, then TLV fields {u16 tag, u32 lengt
 bytes}. The numbers below are that header's enums; a change there must change them.
 
 usage: ctl-raw.py SOCKET CASE
-  spawn-uid-4bytes   SPAWN (detached `true`) whose UID field is 4 bytes, not 8
-  spawn-uid-5        SPAWN (detached `true`) as uid 5
+  spawn-uid-4bytes   SPAWN (`true`, not attached) whose UID field is 4 bytes, not 8
+  spawn-uid-5        SPAWN (`true`, not attached) as uid 5
   file-user-nouid    FILE USER without a UID
   file-user-5        FILE USER as uid 5
 """
@@ -20,9 +20,9 @@ import sys
 HELLO, OK, ERROR, SPAWN, SPAWNED = 1, 2, 3, 4, 5
 FILE = 13
 T_VERSION, T_ARG, T_FLAGS, T_CODE, T_OP, T_UID = 1, 3, 6, 10, 17, 27
-SPAWN_DETACH = 2
+SPAWN_UNATTACHED = 0  # no TS_SPAWN_* flag: streams to the backlog only
 FILE_USER = 9
-VERSION = 2
+VERSION = 3
 NAMES = {OK: "OK", ERROR: "ERROR", SPAWNED: "SPAWNED", HELLO: "HELLO"}
 
 
@@ -68,7 +68,7 @@ def main():
     s.connect(path)
     s.sendall(message(HELLO, 1, [field(T_VERSION, u64(VERSION))]))
     reply(s)
-    spawn = [field(T_ARG, b"true"), field(T_FLAGS, u64(SPAWN_DETACH))]
+    spawn = [field(T_ARG, b"true"), field(T_FLAGS, u64(SPAWN_UNATTACHED))]
     if case == "spawn-uid-4bytes":
         req = message(SPAWN, 2, spawn + [field(T_UID, struct.pack("=I", 1000))])
     elif case == "spawn-uid-5":

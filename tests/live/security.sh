@@ -448,7 +448,11 @@ tap_is "$newer" "" "write-everywhere: nothing under the host /usr or /etc change
 # A run without --workspace leaves no sandbox directory behind.
 fresh_root=${TOREN_SANDBOX_ROOT:-$work/state}
 mkdir -p -m 700 "$fresh_root"
-leftovers() { find "$fresh_root" -mindepth 1 -maxdepth 1 -type d ! -name images ! -name cache 2>/dev/null | sort; }
+# oneshot/ holds the runs' claims: the directory stays, a claim must not
+leftovers() {
+	{ find "$fresh_root" -mindepth 1 -maxdepth 1 -type d ! -name images ! -name cache \
+		! -name oneshot; find "$fresh_root/oneshot" -mindepth 1; } 2>/dev/null | sort
+}
 before=$(leftovers)
 TOREN_SANDBOX_ROOT=$fresh_root sb "$work/fresh" 60 -- /usr/bin/sh -c 'echo x >/home/user/f'
 tap_is $? 0 "a run without --workspace exits 0 (control)"

@@ -52,7 +52,9 @@ hpid=$!
 eff="" prm=""
 for i in $(seq 1 50); do
 	pid=$(pgrep -n -f "toren-sandbox-helper .*$stage/fifo" || true)
-	if [ -n "$pid" ] && grep -q '^CapPrm:.*[1-9a-f]' "/proc/$pid/status" 2>/dev/null; then
+	# read only once it blocks in openat(2) (257) of the FIFO: before that it may still
+	# be at its start, with every capability of a fresh setuid-root exec
+	if [ -n "$pid" ] && read -r nr _ <"/proc/$pid/syscall" 2>/dev/null && [ "$nr" = 257 ]; then
 		eff=$(awk '/^CapEff:/ { print $2 }' "/proc/$pid/status")
 		prm=$(awk '/^CapPrm:/ { print $2 }' "/proc/$pid/status")
 		break

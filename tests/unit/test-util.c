@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,46 @@
 #include "strv.h"
 #include "tap.h"
 #include "util.h"
+
+/* A chain of directories far deeper than fds allow (a sandbox makes one in no time), with
+ * files and side branches on the way, under a small RLIMIT_NOFILE. */
+static void rm_deep(const char *dir)
+{
+	struct rlimit old, low = { 32, 32 };
+	char path[4096];
+	int fd, top, made = 0, r;
+
+	snprintf(path, sizeof(path), "%s/deep", dir);
+	if (mkdir(path, 0755) < 0 || (top = open(path, O_RDONLY | O_DIRECTORY)) < 0) {
+		ok(false, "rm -rf deep: set up");
+		return;
+	}
+	fd = dup(top);
+	for (int i = 0; i < 3000; i++) {
+		int sub;
+
+		if (mkdirat(fd, "d", 0755) < 0 ||
+		    (sub = openat(fd, "d", O_RDONLY | O_DIRECTORY)) < 0)
+			break;
+		if (i % 100 == 0) {
+			close(openat(fd, "f", O_CREAT | O_WRONLY, 0644));
+			mkdirat(fd, "side", 0700);
+			mkdirat(fd, ".ts-rm-deep-0", 0700); /* a name the removal uses itself */
+		}
+		close(fd);
+		fd = sub;
+		made++;
+	}
+	close(fd);
+	close(top);
+	getrlimit(RLIMIT_NOFILE, &old);
+	setrlimit(RLIMIT_NOFILE, &low);
+	r = ts_rm_rf_at(AT_FDCWD, path);
+	ok(made == 3000 && r == 0 && access(path, F_OK) < 0,
+	   "rm -rf removes a tree 3000 levels deep with RLIMIT_NOFILE 32 (%d made, %s)", made,
+	   strerror(-r));
+	setrlimit(RLIMIT_NOFILE, &old);
+}
 
 int main(void)
 {
@@ -82,6 +123,7 @@ int main(void)
 	ok(ts_rm_rf_at(AT_FDCWD, path) == 0 && access(path, F_OK) < 0 &&
 		   access("/etc/hostname", F_OK) == 0,
 	   "rm -rf removes the tree and never follows a symlink");
+	rm_deep(dir);
 	ok(ts_rm_rf_at(AT_FDCWD, dir) == 0, "rm -rf temp dir");
 
 	/* text from a sandbox on a terminal: controls and broken UTF-8 become `?` */

@@ -113,6 +113,15 @@ exports['streams-zlib'] = async () => {
   return `${sha(fs.readFileSync(src))} ${sha(fs.readFileSync(src + '.out'))}`;
 };
 
+exports['owner'] = async () => {
+  // the working directory and what is made in it belong to whoever runs
+  const f = path.join(work, 'owned.txt');
+  await fsp.writeFile(f, 'o');
+  const [d, st] = [await fsp.stat(process.cwd()), await fsp.stat(f)];
+  return [d.uid === process.getuid(), d.gid === process.getgid(),
+    st.uid === process.getuid(), st.gid === process.getgid()].join(' ');
+};
+
 exports['watch'] = async () => {
   const d = path.join(work, 'watched');
   await fsp.mkdir(d, { recursive: true });

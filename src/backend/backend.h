@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The backend interface: sandboxes, their processes and their files, shaped like the E2B
+ * SDK (Sandbox, commands, pty, files), so that the CLI's durable commands, the
+ * E2B-compatible server and the agent runner all call one seam and behave the same on
+ * every backend:
+ *
+ *   local  durable sandboxes of this machine (src/lib: state.db, the helper, each
+ *          sandbox's init over its control socket)
+ *   e2b    E2B's cloud (REST API + envd), arriving with `serve`
+ *   none   every call fails, saying how to enable a backend
+ *
+ * Chosen by ts_backend_open (TOREN_SANDBOX=auto|local|e2b|none, or the CLI's --backend).
+ *
+ * Threading and blocking: a backend and everything opened from it belong to one thread.
+ * Nothing here waits on a sandbox without a bound: calls that are requests (create, kill,
+ * info, file operations, signals, input) return once answered, within TS_BE_REPLY_MS of
+ * the sandbox's silence. Everything that streams or lasts — a command's output and end,
+ * a directory watch, a file read or write of any size — is a handle with a pollable fd:
+ * poll ts_*_fd() for ts_*_events(), then call the step function, which never blocks and
+ * yields zero or one event. The blocking helpers at the end (ts_be_run, ...) are built on
+ * these and are what a command-line tool uses; an event loop serving many sandboxes uses
+ * the handles directly.
+ *
+ * Errors: functions return 0 or -errno, and fill a struct ts_error; ts_be_code() maps it
+ * onto one enum that corresponds 1:1 to the E2B SDK's error classes (ts_be_code_name).
+ */
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define TS_BE_REPLY_MS 30000 /* how long a sandbox may take to answer one request */
+
+/* --- errors ------------------------------------------------------------------------ */
+
+enum ts_be_code {
+	TS_BE_OK = 0,
+	TS_BE_NOT_FOUND,	/* NotFoundError, SandboxNotFoundError, FileNotFoundError */
+	TS_BE_INVALID_ARGUMENT, /* InvalidArgumentError */
+	TS_BE_TIMEOUT,		/* TimeoutError (a deadline, a timeout, a sandbox gone) */
+	TS_BE_COMMAND_EXIT,	/* CommandExitError: a command ended with a non-zero status */
+	TS_BE_NOT_ENOUGH_SPACE, /* NotEnoughSpaceError */
+	TS_BE_AUTHENTICATION,	/* AuthenticationError */
+	TS_BE_PERMISSION,	/* permission_denied (no such user in this sandbox, ...) */
+	TS_BE_RATE_LIMIT,	/* RateLimitError (resource_exhausted) */
+	TS_BE_ALREADY_EXISTS,	/* already_exists (makeDir of an existing directory) */
+	TS_BE_UNAVAILABLE,	/* the sandbox is stopped or paused (SDK: TimeoutError) */
+	TS_BE_UNIMPLEMENTED,	/* not on this backend */
+	TS_BE_TEMPLATE,		/* TemplateError: an image or template that cannot be used */
+	TS_BE_INTERNAL,		/* SandboxError: anything else */
+};
+
+/* The class of an error (from err->code, a -errno). */
+enum ts_be_code ts_be_code(const struct ts_error *err);
+/* "not_found", "invalid_argument", ... (Connect's names where E2B uses them). */
+const char *ts_be_code_name(enum ts_be_code code);
+
+/* --- backends ---------------------------------------------------------------------- */
+
+struct ts_backend;
+struct ts_sb;	 /* a sandbox, connected */
+struct ts_cmd;	 /* a process's stream: output and end */
+struct ts_watch; /* a directory watch */
+struct ts_xfer;	 /* a file read or write in progress */
+
+/*
+ * Open the backend `name` (NULL: $TOREN_SANDBOX, else "auto"). auto is e2b when
+ * E2B_API_KEY is set, else local. An unknown name (docker included) is -EINVAL with a
+ * message naming the valid ones.
+ */
+int ts_backend_open(const char *name, struct ts_backend **ret, struct ts_error *err);
+void ts_backend_free(struct ts_backend *b);
+static inline void ts_backend_freep(struct ts_backend **b)
+{
+	ts_backend_free(*b);
+}
+const char *ts_backend_name(const struct ts_backend *b);
+
+/* --- sandboxes ----------------------------------------------------------------------- */
+
+struct ts_kv {
+	const char *key, *value;
+};
+
+struct ts_sb_create_opts {
+	const char *template_id;  /* an image: NULL or "base" = the default */
+	const struct ts_kv *envs; /* sandbox-wide variables */
+	size_t n_envs;
+	const struct ts_kv *metadata; /* labels */
+	size_t n_metadata;
+	long long timeout_ms;  /* the sandbox's timeout (idle TTL); < 0: the default, 0: none */
+	bool timeout_absolute; /* the timeout counts from creation, not from the last use */
+	const char *name;      /* local: a name for the CLI (NULL: none) */
+	const char *workspace; /* local: a host directory (NULL: its own) */
+	const char *policy_file;
+	const char *user; /* local: "root" to run as root by default */
+	unsigned long long memory_bytes, pids;
+	double cpus;
+	pid_t owner_pid; /* local: stopped when this process ends (0: none) */
+};
+
+enum ts_sb_state {
+	TS_SB_RUNNING,
+	TS_SB_STOPPED, /* local: stopped, or its init died; started again on use */
+	TS_SB_PAUSED,
+};
+
+struct ts_sb_info {
+	char id[64];
+	char name[128];
+	char template_id[256];
+	enum ts_sb_state state;
+	long long created_ms, started_ms, last_activity_ms, end_at_ms; /* end_at 0: none */
+	long long timeout_ms;
+	bool timeout_absolute;
+	char **metadata; /* "k=v", NULL-terminated */
+	size_t n_metadata;
+	pid_t init_pid; /* local */
+	uint64_t idle_ms, attached;
+};
+void ts_sb_info_clear(struct ts_sb_info *i);
+
+struct ts_sb_list_opts {
+	const struct ts_kv *metadata; /* every pair must match */
+	size_t n_metadata;
+	bool running, stopped, paused; /* none set: all */
+	unsigned limit;		       /* 0: no limit */
+	const char *next_token;	       /* from the previous page */
+};
+
+int ts_sb_create(struct ts_backend *b, const struct ts_sb_create_opts *o, struct ts_sb **ret,
+		 struct ts_error *err);
+/* Connect to a sandbox by id (or, local, a name or id prefix); a stopped one is started.
+ * timeout_ms >= 0 extends (never shortens) its deadline as E2B's connect does. */
+int ts_sb_connect(struct ts_backend *b, const char *id, long long timeout_ms, struct ts_sb **ret,
+		  struct ts_error *err);
+/* A handle without starting anything (inspect, stop, remove); -ENOENT when unknown. */
+int ts_sb_lookup(struct ts_backend *b, const char *id, struct ts_sb **ret, struct ts_error *err);
+int ts_sb_kill(struct ts_backend *b, const char *id, struct ts_error *err);
+/* A page of sandboxes (newest first); *next_token (free) is NULL on the last page. */
+int ts_sb_list(struct ts_backend *b, const struct ts_sb_list_opts *o, struct ts_sb_info **ret,
+	       size_t *n, char **next_token, struct ts_error *err);
+void ts_sb_infos_free(struct ts_sb_info *v, size_t n);
+
+const char *ts_sb_id(const struct ts_sb *sb);
+int ts_sb_info(struct ts_sb *sb, struct ts_sb_info *ret, struct ts_error *err);
+/* The longest timeout a sandbox may be given (ten years): deadlines stay far from overflow. */
+#define TS_SB_TIMEOUT_MAX_MS (10LL * 366 * 86400 * 1000)
+
+/* The new deadline is now + ms (shorter or longer); 0: none; -EINVAL past the maximum. */
+int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err);
+/* local: start a stopped sandbox / stop a running one (processes end, files stay). */
+int ts_sb_start(struct ts_sb *sb, struct ts_error *err);
+int ts_sb_stop(struct ts_sb *sb, struct ts_error *err);
+/* May a process run as user here (E2B: always; local: where the id map has that user)?
+ * For a stopped sandbox, decided by what its next start would give: nothing is started. */
+int ts_sb_check_user(struct ts_sb *sb, const char *user, struct ts_error *err);
+void ts_sb_close(struct ts_sb *sb); /* the handle only: the sandbox runs on */
+static inline void ts_sb_closep(struct ts_sb **sb)
+{
+	ts_sb_close(*sb);
+}
+
+/* --- commands (E2B's commands and pty) ----------------------------------------------- */
+
+struct ts_cmd_opts {
+	char **argv;		  /* the program and its arguments (E2B: cmd, args) */
+	const struct ts_kv *envs; /* for this process only */
+	size_t n_envs;
+	const char *cwd;	       /* NULL: the user's home; missing: -EINVAL, nothing runs */
+	const char *user;	       /* NULL: the sandbox's default; "root" or "user" */
+	const char *tag;	       /* shown in listings; a process may be named by it */
+	unsigned long long timeout_ms; /* killed at the deadline (TS_CMD_END timed_out) */
+	bool stdin_open;	       /* stdin a pipe (ts_cmd_send_stdin), else /dev/null */
+	bool pty;		       /* a pty of cols x rows (default 80 x 24) */
+	unsigned cols, rows;
+	bool log;    /* local: also to the sandbox's log of background processes */
+	bool detach; /* start it and return: no stream (ts_cmd_start gives no handle) */
+};
+
+enum ts_cmd_event_type {
+	TS_CMD_EV_START = 1, /* pid */
+	TS_CMD_EV_STDOUT,    /* data */
+	TS_CMD_EV_STDERR,
+	TS_CMD_EV_PTY,
+	TS_CMD_EV_END, /* exit_code (-1 after a signal), signal, timed_out */
+};
+
+struct ts_cmd_event {
+	enum ts_cmd_event_type type;
+	pid_t pid;
+	const uint8_t *data; /* valid until the next step */
+	size_t len;
+	uint64_t offset; /* of data in its stream: a gap after attaching says what was lost */
+	int exit_code, signal;
+	bool timed_out;
+};
+
+/* Start a process; with o->detach *ret stays NULL and *ret_pid (may be NULL) is set. */
+int ts_cmd_start(struct ts_sb *sb, const struct ts_cmd_opts *o, struct ts_cmd **ret, pid_t *ret_pid,
+		 uint64_t *ret_proc, struct ts_error *err);
+/* Select a process by pid (local also: its process id, or a tag). */
+struct ts_proc_sel {
+	pid_t pid;
+	uint64_t proc;
+	const char *tag;
+};
+
+/* Attach to a running (or recently ended) process: its backlog, then live. */
+int ts_cmd_connect(struct ts_sb *sb, const struct ts_proc_sel *p, struct ts_cmd **ret,
+		   struct ts_error *err);
+int ts_cmd_fd(const struct ts_cmd *c);
+short ts_cmd_events(const struct ts_cmd *c);
+/* One event, or 0 when none is ready (poll again), or -errno. After END: -EPIPE. */
+int ts_cmd_step(struct ts_cmd *c, struct ts_cmd_event *ev, struct ts_error *err);
+pid_t ts_cmd_pid(const struct ts_cmd *c);
+/* Stop streaming; the process runs on (E2B's disconnect). */
+void ts_cmd_close(struct ts_cmd *c);
+static inline void ts_cmd_closep(struct ts_cmd **c)
+{
+	ts_cmd_close(*c);
+}
+
+struct ts_proc_entry {
+	pid_t pid;
+	uint64_t proc; /* local: the process id `logs` and `kill` name */
+	bool running, timed_out;
+	int status; /* wait status once ended */
+	char **argv, **envs;
+	char *cwd, *tag, *user;
+	bool pty, background;
+	long long started_ms, ended_ms;
+};
+int ts_cmd_list(struct ts_sb *sb, struct ts_proc_entry **ret, size_t *n, struct ts_error *err);
+
+/*
+ * The stored output of a background process (started with o->log), from offset: up to
+ * len bytes into buf, *got 0 at its current end. Kept across restarts until the sandbox
+ * is removed. -ENOENT when the process has no log. Local only (-EOPNOTSUPP elsewhere).
+ */
+int ts_cmd_log_read(struct ts_sb *sb, uint64_t proc, uint64_t offset, void *buf, size_t len,
+		    size_t *got, struct ts_error *err);
+void ts_proc_entries_free(struct ts_proc_entry *v, size_t n);
+
+int ts_cmd_signal(struct ts_sb *sb, const struct ts_proc_sel *p, int sig, struct ts_error *err);
+int ts_cmd_send_stdin(struct ts_sb *sb, const struct ts_proc_sel *p, const void *data, size_t len,
+		      struct ts_error *err);
+int ts_cmd_close_stdin(struct ts_sb *sb, const struct ts_proc_sel *p, struct ts_error *err);
+int ts_cmd_resize(struct ts_sb *sb, const struct ts_proc_sel *p, unsigned cols, unsigned rows,
+		  struct ts_error *err);
+/* The same through an open stream (its own connection: no extra round trip to connect). */
+int ts_cmd_input(struct ts_cmd *c, const void *data, size_t len, struct ts_error *err);
+int ts_cmd_input_close(struct ts_cmd *c, struct ts_error *err);
+int ts_cmd_signal_self(struct ts_cmd *c, int sig, struct ts_error *err);
+int ts_cmd_resize_self(struct ts_cmd *c, unsigned cols, unsigned rows, struct ts_error *err);
+/* Input accepted but not yet written into the process's stdin (bytes). */
+size_t ts_cmd_input_pending(const struct ts_cmd *c);
+
+/* --- files --------------------------------------------------------------------------- */
+
+enum ts_be_file_type {
+	TS_BE_FILE = 1,
+	TS_BE_DIR,
+	TS_BE_SYMLINK,
+	TS_BE_OTHER,
+};
+
+struct ts_be_entry {
+	char *name; /* the last component */
+	char *path; /* absolute, inside the sandbox */
+	enum ts_be_file_type type;
+	unsigned mode; /* permission bits */
+	uint64_t size;
+	uint64_t mtime_ms;
+	uint32_t uid, gid;
+	char *symlink_target; /* NULL unless a symlink */
+};
+void ts_be_entry_clear(struct ts_be_entry *e);
+void ts_be_entries_free(struct ts_be_entry *v, size_t n);
+
+/* Paths are absolute, or relative to the user's home; user NULL is the default. */
+int ts_file_stat(struct ts_sb *sb, const char *path, const char *user, struct ts_be_entry *ret,
+		 struct ts_error *err);
+int ts_file_exists(struct ts_sb *sb, const char *path, const char *user, bool *ret,
+		   struct ts_error *err);
+/* Entries below path up to depth (>= 1) levels, the root excluded. */
+int ts_file_list(struct ts_sb *sb, const char *path, unsigned depth, const char *user,
+		 struct ts_be_entry **ret, size_t *n, struct ts_error *err);
+/* mkdir -p; *created false (and 0) when the directory was there already. The new last
+ * directory gets mode (ts_file_mkdir: 0755), its parents 0755. */
+int ts_file_mkdir(struct ts_sb *sb, const char *path, const char *user, bool *created,
+		  struct ts_error *err);
+int ts_file_mkdir_mode(struct ts_sb *sb, const char *path, const char *user, unsigned mode,
+		       bool *created, struct ts_error *err);
+/* rm -rf; a missing path is not an error. */
+int ts_file_remove(struct ts_sb *sb, const char *path, const char *user, struct ts_error *err);
+/* The destination's parents are created. */
+int ts_file_rename(struct ts_sb *sb, const char *from, const char *to, const char *user,
+		   struct ts_error *err);
+/* Whole files, through a transfer (below). mode < 0: 0644 for a new file. */
+int ts_file_read(struct ts_sb *sb, const char *path, const char *user, uint8_t **ret, size_t *len,
+		 size_t max, struct ts_error *err);
+int ts_file_write(struct ts_sb *sb, const char *path, const char *user, const void *data,
+		  size_t len, int mode, struct ts_error *err);
+
+/*
+ * A transfer: a read (ts_xfer_read_start; step yields data until done) or a write
+ * (ts_xfer_write_start; ts_xfer_push queues bytes, ts_xfer_finish ends them, step
+ * sends and says when the sandbox has the whole file). Writes are atomic: the file
+ * appears only complete. At most one is in flight per handle.
+ */
+int ts_xfer_read_start(struct ts_sb *sb, const char *path, const char *user, struct ts_xfer **ret,
+		       struct ts_error *err);
+int ts_xfer_write_start(struct ts_sb *sb, const char *path, const char *user, int mode,
+			struct ts_xfer **ret, struct ts_error *err);
+int ts_xfer_fd(const struct ts_xfer *x);
+short ts_xfer_events(const struct ts_xfer *x);
+/* Read: 1 with data, 0 not now, 2 done (the whole file came), -errno. Write: 0 not done,
+ * 2 done, -errno. */
+int ts_xfer_step(struct ts_xfer *x, const uint8_t **data, size_t *len, struct ts_error *err);
+/* Write: queue len bytes (-EAGAIN when more than a chunk is waiting: step first). */
+int ts_xfer_push(struct ts_xfer *x, const void *data, size_t len, struct ts_error *err);
+int ts_xfer_finish(struct ts_xfer *x, struct ts_error *err);
+void ts_xfer_close(struct ts_xfer *x);
+
+enum ts_watch_op {
+	TS_WATCH_CREATE = 1,
+	TS_WATCH_WRITE,
+	TS_WATCH_REMOVE,
+	TS_WATCH_RENAME,
+	TS_WATCH_CHMOD,
+};
+
+struct ts_watch_event {
+	enum ts_watch_op op;
+	char name[4096]; /* relative to the watched directory */
+};
+
+int ts_watch_start(struct ts_sb *sb, const char *path, bool recursive, const char *user,
+		   struct ts_watch **ret, struct ts_error *err);
+int ts_watch_fd(const struct ts_watch *w);
+/* 1 with an event, 0 none now, -errno. */
+int ts_watch_step(struct ts_watch *w, struct ts_watch_event *ev, struct ts_error *err);
+void ts_watch_close(struct ts_watch *w);
+
+/* --- blocking helpers, built on the handles ----------------------------------------- */
+
+struct ts_run_result {
+	int exit_code; /* -1 after a signal */
+	int signal;
+	bool timed_out;
+	uint8_t *out, *errout; /* with capture: what the command wrote (NUL-terminated) */
+	size_t out_len, err_len;
+};
+void ts_run_result_clear(struct ts_run_result *r);
+
+/* Called with each piece of output (may be NULL). */
+typedef void (*ts_be_output_fn)(void *userdata, enum ts_cmd_event_type stream, const uint8_t *data,
+				size_t len);
+
+/*
+ * Start and wait for the end (E2B's commands.run without background): output goes to
+ * on_output and, with capture, into the result (bounded by capture_max each). 0 with
+ * the result whatever the exit code, or -errno.
+ */
+int ts_be_run(struct ts_sb *sb, const struct ts_cmd_opts *o, ts_be_output_fn on_output,
+	      void *userdata, bool capture, size_t capture_max, struct ts_run_result *ret,
+	      struct ts_error *err);
+
+/* Wait for one event of c, up to timeout_ms (-1: none). 0 with *ev, -ETIMEDOUT, -errno. */
+int ts_cmd_wait_event(struct ts_cmd *c, struct ts_cmd_event *ev, int timeout_ms,
+		      struct ts_error *err);

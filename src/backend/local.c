@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The local backend: sandboxes (the ops table; processes and files have files of their own). */
+#include "local.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define TS_LOCAL_STOP_GRACE_MS 2000
+
+int ts_local_store(struct local *l, struct ts_store **ret, struct ts_error *err)
+{
+	int r = 0;
+
+	if (!l->st)
+		r = ts_store_open(&l->st, l->paths.root, err);
+	*ret = l->st;
+	return r;
+}
+
+int ts_local_uid(const char *user, long *ret, struct ts_error *err)
+{
+	if (!user || !*user)
+		*ret = -1;
+	else if (!strcmp(user, "root"))
+		*ret = 0;
+	else if (!strcmp(user, "user"))
+		*ret = 1000;
+	else
+		return ts_err(err, -EINVAL, "unknown user `%.64s`: want `user` or `root`", user);
+	return 0;
+}
+
+int ts_local_connect(struct ts_sb *sb, struct ts_ctl_client **ret, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+
+	if (!ts_sandbox_running(&s->rec))
+		return ts_err(err, -ENOTCONN, "sandbox `%s` is stopped", s->rec.id);
+	return ts_ctl_client_connect(s->rec.dir, s->rec.id, TS_CTL_REPLY_MS, ret, err);
+}
+
+static void local_free(struct ts_backend *b)
+{
+	struct local *l = b->impl;
+
+	if (l)
+		ts_store_close(l->st);
+	free(l);
+}
+
+/* --- sandboxes --------------------------------------------------------------------- */
+
+static int kv_strv(const struct ts_kv *kv, size_t n, bool name_only_ok, char ***ret,
+		   struct ts_error *err)
+{
+	char **v = calloc(n + 1, sizeof(char *));
+
+	if (!v)
+		return ts_err(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		int r = kv[i].value || !name_only_ok ? asprintf(&v[i], "%s=%s", kv[i].key,
+								kv[i].value ? kv[i].value : "")
+						     : ((v[i] = strdup(kv[i].key)) ? 0 : -1);
+
+		if (r < 0) {
+			for (size_t k = 0; k < i; k++)
+				free(v[k]);
+			free(v);
+			return ts_err(err, -ENOMEM, "out of memory");
+		}
+	}
+	*ret = v;
+	return 0;
+}
+
+static void strv_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+static void fill_id(struct ts_sb *sb, struct local_sb *s)
+{
+	snprintf(sb->id, sizeof(sb->id), "%s", s->rec.id);
+}
+
+static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o, struct ts_sb *sb,
+			struct ts_error *err)
+{
+	struct local *l = b->impl;
+	struct ts_create_opts co = { .name = o->name,
+				     .workspace = o->workspace,
+				     .policy_file = o->policy_file,
+				     .ttl_ms = o->timeout_ms,
+				     .ttl_absolute = o->timeout_absolute,
+				     .owner_pid = o->owner_pid,
+				     .memory_bytes = o->memory_bytes,
+				     .pids = o->pids,
+				     .cpus = o->cpus };
+	_cleanup_free_ struct local_sb *s = calloc(1, sizeof(*s));
+	char **env = NULL, **labels = NULL;
+	long uid;
+	int r;
+
+	if (!s)
+		return ts_err(err, -ENOMEM, "out of memory");
+	r = ts_local_uid(o->user, &uid, err);
+	if (r < 0)
+		return r;
+	co.as_root = uid == 0;
+	/* "base" and no template: the default image */
+	if (o->template_id && *o->template_id && strcmp(o->template_id, "base") != 0)
+		co.image = o->template_id;
+	if ((r = kv_strv(o->envs, o->n_envs, true, &env, err)) < 0 ||
+	    (r = kv_strv(o->metadata, o->n_metadata, false, &labels, err)) < 0) {
+		strv_free(env);
+		return r;
+	}
+	co.env = env;
+	co.labels = labels;
+	r = ts_sandbox_create(&co, &s->rec, err);
+	strv_free(env);
+	strv_free(labels);
+	if (r < 0)
+		return r;
+	s->l = l;
+	sb->impl = TAKE_PTR(s);
+	fill_id(sb, sb->impl);
+	return 0;
+}
+
+/* The deadline as E2B counts it: when the timeout expires, 0 when none. */
+static long long end_at(const struct ts_sandbox_rec *rec, long long now)
+{
+	long long since;
+
+	if (rec->ttl_ms <= 0)
+		return 0;
+	if (rec->ttl_absolute)
+		return rec->created_ms + rec->ttl_ms;
+	since = rec->last_activity_ms > rec->started_ms ? rec->last_activity_ms : rec->started_ms;
+	return since + rec->ttl_ms;
+}
+
+/* Make the deadline now + ms. */
+static void set_deadline(struct ts_sandbox_rec *rec, long long ms, long long now)
+{
+	if (ms <= 0) {
+		rec->ttl_ms = 0;
+		return;
+	}
+	if (rec->ttl_absolute) {
+		rec->ttl_ms = now - rec->created_ms + ms;
+	} else {
+		rec->ttl_ms = ms;
+		rec->last_activity_ms = now;
+	}
+}
+
+static int local_connect(struct ts_backend *b, const char *id, long long timeout_ms, bool start,
+			 struct ts_sb *sb, struct ts_error *err)
+{
+	struct local *l = b->impl;
+	_cleanup_free_ struct local_sb *s = calloc(1, sizeof(*s));
+	struct ts_store *st;
+	int r;
+
+	if (!s)
+		return ts_err(err, -ENOMEM, "out of memory");
+	if (!ts_store_ref_valid(id))
+		return ts_err(err, -ENOENT, "no sandbox `%.64s`", id);
+	r = ts_local_store(l, &st, err);
+	if (r < 0)
+		return r;
+	r = ts_store_get(st, id, &s->rec, err);
+	if (r < 0)
+		return r;
+	s->l = l;
+	if (start && (r = ts_sandbox_start(st, &s->rec, err)) < 0) {
+		ts_sandbox_rec_free(&s->rec);
+		return r;
+	}
+	if (timeout_ms >= 0) {
+		long long now = ts_store_now_ms(), cur = end_at(&s->rec, now);
+
+		/* connect only ever extends the deadline (E2B's connect) */
+		if (cur && now + timeout_ms > cur) {
+			set_deadline(&s->rec, timeout_ms, now);
+			r = ts_store_update(st, &s->rec, err);
+			if (r < 0) {
+				ts_sandbox_rec_free(&s->rec);
+				return r;
+			}
+		}
+	}
+	sb->impl = TAKE_PTR(s);
+	fill_id(sb, sb->impl);
+	return 0;
+}
+
+static int local_kill(struct ts_backend *b, const char *id, struct ts_error *err)
+{
+	struct local *l = b->impl;
+	struct ts_sandbox_rec rec;
+	struct ts_store *st;
+	int r;
+
+	if (!ts_store_ref_valid(id))
+		return ts_err(err, -ENOENT, "no sandbox `%.64s`", id);
+	r = ts_local_store(l, &st, err);
+	if (r < 0)
+		return r;
+	r = ts_store_get(st, id, &rec, err);
+	if (r < 0)
+		return r;
+	/* E2B's kill: gone, with what was made for it (never a workspace given by the user) */
+	r = ts_sandbox_stop(st, &rec, TS_LOCAL_STOP_GRACE_MS, err);
+	if (r == 0)
+		r = ts_sandbox_remove(st, &l->paths, &rec, true, NULL, NULL, err);
+	ts_sandbox_rec_free(&rec);
+	return r;
+}
+
+static void info_from_rec(struct ts_sandbox_rec *rec, bool query, struct ts_sb_info *i)
+{
+	json_t *labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL), *spec;
+	long long now = ts_store_now_ms();
+	const char *key;
+	json_t *val;
+
+	memset(i, 0, sizeof(*i));
+	snprintf(i->id, sizeof(i->id), "%s", rec->id);
+	snprintf(i->name, sizeof(i->name), "%s", rec->name);
+	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
+	snprintf(i->template_id, sizeof(i->template_id), "%s",
+		 json_string_value(json_object_get(spec, "image")) ?: "base");
+	json_decref(spec);
+	i->state = ts_sandbox_running(rec) ? TS_SB_RUNNING : TS_SB_STOPPED;
+	i->created_ms = rec->created_ms;
+	i->started_ms = rec->started_ms;
+	i->last_activity_ms = rec->last_activity_ms;
+	i->timeout_ms = rec->ttl_ms;
+	i->timeout_absolute = rec->ttl_absolute;
+	i->init_pid = rec->init_pid;
+	if (i->state == TS_SB_RUNNING && query) {
+		struct ts_ctl_client *c = NULL;
+		struct ts_error ignore;
+
+		if (ts_ctl_client_connect(rec->dir, rec->id, 10000, &c, &ignore) == 0) {
+			i->idle_ms = c->idle_ms;
+			i->attached = c->attached;
+			/* init saw activity the record did not: the later one counts */
+			if (!c->attached && now - (long long)c->idle_ms > rec->last_activity_ms)
+				rec->last_activity_ms = now - (long long)c->idle_ms;
+			if (c->attached)
+				rec->last_activity_ms = now;
+			ts_ctl_client_free(c);
+		}
+	}
+	i->end_at_ms = end_at(rec, now);
+	i->metadata = calloc(json_object_size(labels) + 1, sizeof(char *));
+	json_object_foreach(labels, key, val)
+		if (i->metadata && json_is_string(val) &&
+		    asprintf(&i->metadata[i->n_metadata], "%s=%s", key, json_string_value(val)) >=
+			    0)
+			i->n_metadata++;
+	json_decref(labels);
+}
+
+static bool labels_match(const char *labels, const struct ts_kv *m, size_t n)
+{
+	json_t *j = json_loads(labels ? labels : "{}", 0, NULL);
+	bool ok = j != NULL;
+
+	for (size_t i = 0; ok && i < n; i++) {
+		const char *v = json_string_value(json_object_get(j, m[i].key));
+
+		ok = v && !strcmp(v, m[i].value ? m[i].value : "");
+	}
+	json_decref(j);
+	return ok;
+}
+
+static int newest_first(const void *a, const void *b)
+{
+	const struct ts_sandbox_rec *x = a, *y = b;
+
+	if (x->created_ms != y->created_ms)
+		return x->created_ms < y->created_ms ? 1 : -1;
+	return strcmp(y->id, x->id);
+}
+
+static int local_list(struct ts_backend *b, const struct ts_sb_list_opts *o,
+		      struct ts_sb_info **ret, size_t *n, char **next_token, struct ts_error *err)
+{
+	struct local *l = b->impl;
+	struct ts_sandbox_rec *recs = NULL;
+	struct ts_store *st;
+	long long after_ms = -1;
+	char after_id[16] = "";
+	size_t count = 0, total = 0;
+	struct ts_sb_info *out;
+	bool any_state = !o->running && !o->stopped && !o->paused;
+	int r;
+
+	if (o->next_token && *o->next_token &&
+	    sscanf(o->next_token, "%lld:%15[0-9a-f]", &after_ms, after_id) != 2)
+		return ts_err(err, -EINVAL, "bad page token");
+	r = ts_local_store(l, &st, err);
+	if (r < 0)
+		return r;
+	r = ts_store_list(st, &recs, &total, err);
+	if (r < 0)
+		return r;
+	qsort(recs, total, sizeof(*recs), newest_first);
+	out = calloc(total + 1, sizeof(*out));
+	if (!out) {
+		ts_sandbox_recs_free(recs, total);
+		return ts_err(err, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < total; i++) {
+		struct ts_sandbox_rec *rec = &recs[i];
+		bool running;
+
+		if (after_ms >= 0 &&
+		    (rec->created_ms > after_ms ||
+		     (rec->created_ms == after_ms && strcmp(rec->id, after_id) >= 0)))
+			continue; /* on an earlier page */
+		if (!labels_match(rec->labels, o->metadata, o->n_metadata))
+			continue;
+		running = ts_sandbox_running(rec);
+		if (!any_state && !(running ? o->running : o->stopped))
+			continue;
+		if (o->limit && count == o->limit) {
+			/* more after this page: the token is where it ends */
+			if (asprintf(next_token, "%lld:%s", out[count - 1].created_ms,
+				     out[count - 1].id) < 0)
+				*next_token = NULL;
+			break;
+		}
+		info_from_rec(rec, false, &out[count++]);
+	}
+	ts_sandbox_recs_free(recs, total);
+	*ret = out;
+	*n = count;
+	return 0;
+}
+
+static int local_info(struct ts_sb *sb, struct ts_sb_info *ret, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+
+	info_from_rec(&s->rec, true, ret);
+	return 0;
+}
+
+static int local_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+	struct ts_store *st;
+	int r = ts_local_store(s->l, &st, err);
+
+	if (r < 0)
+		return r;
+	set_deadline(&s->rec, ms, ts_store_now_ms());
+	return ts_store_update(st, &s->rec, err);
+}
+
+static int local_start(struct ts_sb *sb, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+	struct ts_store *st;
+	int r = ts_local_store(s->l, &st, err);
+
+	return r < 0 ? r : ts_sandbox_start(st, &s->rec, err);
+}
+
+static int local_stop(struct ts_sb *sb, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+	struct ts_store *st;
+	int r = ts_local_store(s->l, &st, err);
+
+	return r < 0 ? r : ts_sandbox_stop(st, &s->rec, TS_LOCAL_STOP_GRACE_MS, err);
+}
+
+static int local_check_user(struct ts_sb *sb, const char *user, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+	long uid;
+	int r = ts_local_uid(user, &uid, err);
+
+	if (r < 0 || uid != 0)
+		return r;
+	return ts_sandbox_check_root(&s->rec, err);
+}
+
+static int local_log_read(struct ts_sb *sb, uint64_t proc, uint64_t offset, void *buf, size_t len,
+			  size_t *got, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+	_cleanup_close_ int dirfd = -EBADF, fd = -EBADF;
+	char path[4200], name[32];
+	struct stat st;
+	ssize_t n;
+
+	/* init wrote these through its own fd; never follow a link a sandbox could plant */
+	snprintf(path, sizeof(path), "%s/logs", s->rec.dir);
+	snprintf(name, sizeof(name), "%llu.log", (unsigned long long)proc);
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd >= 0)
+		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return ts_err(err, -ENOENT,
+			      "no log for process %llu in `%s` (only background processes, "
+			      "started with exec -d, have one)",
+			      (unsigned long long)proc, s->rec.id);
+	n = pread(fd, buf, len, (off_t)offset);
+	if (n < 0)
+		return ts_err_errno(err, -errno, "read the log of process %llu",
+				    (unsigned long long)proc);
+	*got = (size_t)n;
+	return 0;
+}
+
+static void local_sb_close(struct ts_sb *sb)
+{
+	struct local_sb *s = sb->impl;
+
+	if (!s)
+		return;
+	ts_sandbox_rec_free(&s->rec);
+	free(s);
+}
+
+const struct ts_backend_ops ts_local_ops = {
+	.name = "local",
+	.free = local_free,
+	.sb_create = local_create,
+	.sb_connect = local_connect,
+	.sb_kill = local_kill,
+	.sb_list = local_list,
+	.sb_info = local_info,
+	.sb_set_timeout = local_set_timeout,
+	.sb_start = local_start,
+	.sb_stop = local_stop,
+	.sb_close = local_sb_close,
+	.sb_check_user = local_check_user,
+	.cmd_log_read = local_log_read,
+	.cmd_start = ts_local_cmd_start,
+	.cmd_connect = ts_local_cmd_connect,
+	.cmd_fd = ts_local_cmd_fd,
+	.cmd_events = ts_local_cmd_events,
+	.cmd_step = ts_local_cmd_step,
+	.cmd_close = ts_local_cmd_close,
+	.cmd_input = ts_local_cmd_input,
+	.cmd_signal_self = ts_local_cmd_signal_self,
+	.cmd_resize_self = ts_local_cmd_resize_self,
+	.cmd_input_pending = ts_local_cmd_input_pending,
+	.cmd_list = ts_local_cmd_list,
+	.cmd_signal = ts_local_cmd_signal,
+	.cmd_send_stdin = ts_local_cmd_send_stdin,
+	.cmd_resize = ts_local_cmd_resize,
+	.file_stat = ts_local_file_stat,
+	.file_list = ts_local_file_list,
+	.file_mkdir = ts_local_file_mkdir,
+	.file_remove = ts_local_file_remove,
+	.file_rename = ts_local_file_rename,
+	.xfer_start = ts_local_xfer_start,
+	.xfer_fd = ts_local_xfer_fd,
+	.xfer_events = ts_local_xfer_events,
+	.xfer_step = ts_local_xfer_step,
+	.xfer_push = ts_local_xfer_push,
+	.xfer_close = ts_local_xfer_close,
+	.watch_start = ts_local_watch_start,
+	.watch_fd = ts_local_watch_fd,
+	.watch_step = ts_local_watch_step,
+	.watch_close = ts_local_watch_close,
+};
+
+int ts_backend_local_open(struct ts_backend *b, struct ts_error *err)
+{
+	struct local *l = calloc(1, sizeof(*l));
+	int r;
+
+	if (!l)
+		return ts_err(err, -ENOMEM, "out of memory");
+	r = ts_paths_init(&l->paths, err);
+	if (r < 0) {
+		free(l);
+		return r;
+	}
+	b->ops = &ts_local_ops;
+	b->impl = l;
+	return 0;
+}
