@@ -8,10 +8,13 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -120,12 +123,213 @@ static int openat2_retry(int dfd, const char *path, struct open_how *how)
 	return -EAGAIN;
 }
 
+/*
+ * Without openat2 (a seccomp filter that refuses it, as the setid guard does, or an old
+ * kernel), the same resolutions done by us, one component at a time: every lookup is
+ * openat(O_PATH | O_NOFOLLOW) relative to the directory reached so far, so the kernel
+ * never follows a link by itself (no magic link either: /proc's links are read as text
+ * and resolved like any other, inside the root), and `..` at the root stays there.
+ */
+#define FILES_MAX_LINKS 40
+#define PROC_ROOT_INO 1 /* the inode of procfs's top directory */
+
+/* The last component of flags' open: ELOOP for a symlink unless O_PATH | O_NOFOLLOW. */
+static int open_last(int dfd, const char *name, uint64_t flags)
+{
+	int fd = openat(dfd, name, (int)flags | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if ((flags & O_PATH) && !(flags & O_NOFOLLOW) && fstat(fd, &st) == 0 &&
+	    S_ISLNK(st.st_mode)) {
+		close(fd);
+		return -ELOOP;
+	}
+	return fd;
+}
+
+/* RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS by hand: plain components, no link, no `..`. */
+static int walk_beneath(int dfd, const char *path, uint64_t flags)
+{
+	_cleanup_free_ char *copy = strdup(path);
+	char *save = NULL, *c, *next;
+	int cur = -EBADF;
+
+	if (!copy)
+		return -ENOMEM;
+	for (c = strtok_r(copy, "/", &save); c; c = next) {
+		int fd;
+
+		next = strtok_r(NULL, "/", &save);
+		if (!strcmp(c, ".."))
+			fd = -EXDEV;
+		else if (!next)
+			fd = open_last(cur >= 0 ? cur : dfd, c, flags);
+		else if ((fd = openat(cur >= 0 ? cur : dfd, c,
+				      O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			fd = errno == ENOTDIR ? -ELOOP : -errno; /* a symlink, or a file */
+		if (cur >= 0)
+			close(cur);
+		if (fd < 0)
+			return fd;
+		cur = fd;
+	}
+	return cur >= 0 ? cur : openat(dfd, ".", (int)flags | O_CLOEXEC);
+}
+
+/*
+ * A /proc link that is no path (fd/N, cwd, root, exe, ns/..., map_files/...: the kernel
+ * jumps to the object itself): on procfs, every link below its top directory (the
+ * top's own, `self`, `thread-self`, `mounts`, `net`, are plain links).
+ */
+static bool magic_link(int dirfd, int linkfd)
+{
+	struct statfs sfs;
+	struct stat dst;
+
+	if (fstatfs(linkfd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
+		return false;
+	return fstat(dirfd, &dst) < 0 || dst.st_ino != PROC_ROOT_INO;
+}
+
+/*
+ * The kernel's fs.protected_symlinks, which our own walk would otherwise bypass: a link
+ * in a sticky, world-writable directory (/tmp) is followed only when it belongs to us or
+ * to the directory's owner. Applied whatever the host's setting: root of a two-user
+ * sandbox (cp --user root) must never follow a link the user planted in /tmp.
+ */
+static bool may_follow(int dirfd, const struct stat *link)
+{
+	struct stat dst;
+
+	if (fstat(dirfd, &dst) < 0)
+		return false;
+	if (!(dst.st_mode & S_ISVTX) || !(dst.st_mode & S_IWOTH))
+		return true;
+	return link->st_uid == geteuid() || link->st_uid == dst.st_uid;
+}
+
+/* RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS by hand. */
+static int walk_in_root(int root, const char *rel, uint64_t flags)
+{
+	char work[2][2 * PATH_MAX], *rest;
+	struct stat rst;
+	int cur, links = 0, which = 0;
+
+	if (strlen(rel) >= sizeof(work[0]) || fstat(root, &rst) < 0)
+		return strlen(rel) >= sizeof(work[0]) ? -ENAMETOOLONG : -errno;
+	snprintf(work[0], sizeof(work[0]), "%s", rel);
+	rest = work[0];
+	cur = openat(root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		return -errno;
+	for (;;) {
+		char *c = rest, *slash;
+		struct stat st;
+		bool last;
+		int fd;
+
+		while (*c == '/')
+			c++;
+		if (!*c) /* "" or a trailing slash: the directory itself */
+			break;
+		slash = strchr(c, '/');
+		if (slash)
+			*slash = '\0';
+		rest = slash ? slash + 1 : c + strlen(c);
+		while (*rest == '/')
+			rest++;
+		last = !*rest;
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			/* the root's parent is the root */
+			if (fstat(cur, &st) == 0 && st.st_dev == rst.st_dev &&
+			    st.st_ino == rst.st_ino)
+				continue;
+			fd = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		} else {
+			fd = openat(cur, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd < 0) {
+			int r = -errno;
+
+			close(cur);
+			return r;
+		}
+		if (fstat(fd, &st) < 0 || (S_ISLNK(st.st_mode) && last && (flags & O_NOFOLLOW))) {
+			/* O_NOFOLLOW: the link itself (O_PATH) or ELOOP, as openat2 would */
+			close(fd);
+			fd = open_last(cur, c, flags);
+			close(cur);
+			return fd;
+		}
+		if (S_ISLNK(st.st_mode) && magic_link(cur, fd)) {
+			close(fd);
+			close(cur);
+			return -ELOOP; /* as RESOLVE_NO_MAGICLINKS */
+		}
+		if (S_ISLNK(st.st_mode) && !may_follow(cur, &st)) {
+			close(fd);
+			close(cur);
+			return -EACCES; /* as the kernel's fs.protected_symlinks */
+		}
+		if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX], *next = work[!which];
+			ssize_t n = readlinkat(fd, "", target, sizeof(target) - 1);
+
+			close(fd);
+			if (n < 0 || ++links > FILES_MAX_LINKS ||
+			    (size_t)n + 1 + strlen(rest) >= sizeof(work[0])) {
+				close(cur);
+				return n < 0			 ? -errno
+				       : links > FILES_MAX_LINKS ? -ELOOP
+								 : -ENAMETOOLONG;
+			}
+			/* target + "/" + rest, the length checked above */
+			memcpy(next, target, (size_t)n);
+			next[n] = '/';
+			memmove(next + n + 1, rest, strlen(rest) + 1);
+			which = !which;
+			rest = next;
+			if (target[0] == '/') {
+				close(cur);
+				cur = openat(root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				if (cur < 0)
+					return -errno;
+			}
+			continue;
+		}
+		if (last) {
+			close(fd);
+			fd = open_last(cur, c, flags);
+			close(cur);
+			return fd;
+		}
+		close(cur);
+		if (!S_ISDIR(st.st_mode)) {
+			close(fd);
+			return -ENOTDIR;
+		}
+		cur = fd;
+	}
+	/* the directory reached, opened as asked */
+	{
+		int fd = openat(cur, ".", (int)flags | O_CLOEXEC);
+
+		close(cur);
+		return fd < 0 ? -errno : fd;
+	}
+}
+
 int ts_files_open_in_root(const struct ts_files *f, const char *rel, uint64_t flags)
 {
 	struct open_how how = { .flags = flags | O_CLOEXEC,
 				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	int fd = openat2_retry(f->root, rel[0] ? rel : ".", &how);
 
-	return openat2_retry(f->root, rel[0] ? rel : ".", &how);
+	return fd == -ENOSYS ? walk_in_root(f->root, rel, flags) : fd;
 }
 
 int ts_files_open_step(int dfd, const char *name, uint64_t flags)
@@ -133,8 +337,9 @@ int ts_files_open_step(int dfd, const char *name, uint64_t flags)
 	struct open_how how = { .flags = flags | O_CLOEXEC,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 					   RESOLVE_NO_MAGICLINKS };
+	int fd = openat2_retry(dfd, name, &how);
 
-	return openat2_retry(dfd, name, &how);
+	return fd == -ENOSYS ? walk_beneath(dfd, name, flags) : fd;
 }
 
 static bool name_protected(const struct ts_files *f, const char *name)

@@ -21,7 +21,6 @@
 #include "files.h"
 #include "ids.h"
 #include "proctab.h"
-#include "sigorigin.h"
 #include "syscall.h"
 #include "util.h"
 
@@ -447,13 +446,14 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 				struct signalfd_siginfo si;
 
 				while (read(s.sfd, &si, sizeof(si)) == sizeof(si)) {
+					/* No signal is a request: the host stops us with SHUTDOWN
+					 * over the socket, or SIGKILL through a pidfd. A sender's
+					 * siginfo cannot be trusted: once the sandbox's processes
+					 * have used up the pending-signal budget they share with
+					 * us, the kernel delivers their signals without it, and
+					 * they read as the host's (SI_USER from pid 0). */
 					if (si.ssi_signo == SIGCHLD)
 						reap(&s);
-					/* from outside the sandbox only: the host asks us to stop */
-					else if (ts_signal_from_outside(&si) &&
-						 (si.ssi_signo == SIGTERM ||
-						  si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP))
-						s.shutting_down = true;
 				}
 			} else if (map[k] == -2) {
 				accept_all(&s);

@@ -452,6 +452,18 @@ static size_t utf8_seq(const unsigned char *p, unsigned *cp)
 	return n;
 }
 
+/*
+ * Code points that change how the text around them is shown without being seen
+ * themselves: bidirectional embeddings, overrides and isolates (U+202A..U+202E,
+ * U+2066..U+2069; a right-to-left override makes `txt.exe` show as `exe.txt`), direction
+ * marks, zero-width characters, the line and paragraph separators, and the BOM.
+ */
+static bool invisible(unsigned cp)
+{
+	return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+	       (cp >= 0x2060 && cp <= 0x2069) || cp == 0x061c || cp == 0xfeff;
+}
+
 void ts_sanitize_text(char *s)
 {
 	unsigned char *p = (unsigned char *)s;
@@ -464,7 +476,7 @@ void ts_sanitize_text(char *s)
 			*p++ = '?';
 			continue;
 		}
-		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f))
+		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || invisible(cp))
 			memset(p, '?', n);
 		p += n;
 	}

@@ -60,8 +60,10 @@ int ts_stdio_fd_safe(int fd);
 /*
  * Make text from inside a sandbox safe to print on a terminal, in place: every C0
  * control and DEL, every C1 control (U+0080..U+009F, as UTF-8 or as a raw 8-bit byte:
- * 0x9B is CSI to many terminals), and every byte that is not part of a valid UTF-8
- * sequence becomes `?`. Valid UTF-8 otherwise stays as it is.
+ * 0x9B is CSI to many terminals), every invisible character that changes how the text
+ * around it is shown (bidirectional overrides, embeddings and isolates, direction
+ * marks, zero-width characters, U+2028/U+2029, the BOM), and every byte that is not part
+ * of a valid UTF-8 sequence becomes `?` (one per byte). Valid UTF-8 otherwise stays.
  */
 void ts_sanitize_text(char *s);
 

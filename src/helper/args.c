@@ -5,9 +5,11 @@
  * whole description of the sandbox and can be pasted into a shell.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "helper.h"
@@ -19,11 +21,17 @@ static const struct {
 	const char *name;
 	int resource;
 } rlimit_names[] = {
-	{ "as", RLIMIT_AS },	     { "core", RLIMIT_CORE },
-	{ "cpu", RLIMIT_CPU },	     { "data", RLIMIT_DATA },
-	{ "fsize", RLIMIT_FSIZE },   { "memlock", RLIMIT_MEMLOCK },
-	{ "nofile", RLIMIT_NOFILE }, { "nproc", RLIMIT_NPROC },
-	{ "stack", RLIMIT_STACK },   { "msgqueue", RLIMIT_MSGQUEUE },
+	{ "as", RLIMIT_AS },
+	{ "core", RLIMIT_CORE },
+	{ "cpu", RLIMIT_CPU },
+	{ "data", RLIMIT_DATA },
+	{ "fsize", RLIMIT_FSIZE },
+	{ "memlock", RLIMIT_MEMLOCK },
+	{ "nofile", RLIMIT_NOFILE },
+	{ "nproc", RLIMIT_NPROC },
+	{ "stack", RLIMIT_STACK },
+	{ "msgqueue", RLIMIT_MSGQUEUE },
+	{ "sigpending", RLIMIT_SIGPENDING },
 };
 
 static int parse_fd(const char *s, int *ret, struct ts_error *err)
@@ -138,7 +146,8 @@ static void usage(void)
 	fputs("usage: toren-sandbox-helper [OPTIONS] -- PROGRAM [ARG...]\n"
 	      "see toren-sandbox-helper(8)\n"
 	      "options: --overlay-src DIR --overlay UPPER WORK DEST --ro-overlay DEST\n"
-	      "  --bind SRC DEST --ro-bind SRC DEST --tmpfs DEST --size BYTES --perms MODE\n"
+	      "  --bind SRC DEST --ro-bind SRC DEST --bind-fd FD DEST --tmpfs DEST\n"
+	      "  --size BYTES --perms MODE\n"
 	      "  --dir DEST --symlink TARGET DEST --proc DEST --dev DEST --sysfs DEST\n"
 	      "  --mqueue DEST --protect DEST --remount-ro DEST\n"
 	      "  --uid-map 'IN OUT COUNT' --gid-map 'IN OUT COUNT' --newidmap --uid N --gid N\n"
@@ -224,6 +233,27 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			if (op->src[0] != '/')
 				return ts_err(err, -EINVAL, "%s: source `%s` is not absolute", a,
 					      op->src);
+			op->map_uid = pending_map_uid;
+			op->map_gid = pending_map_gid;
+			pending_map_uid = pending_map_gid = -1;
+		} else if (!strcmp(a, "--bind-fd")) {
+			struct stat st;
+			int fd;
+
+			/* a directory the caller opened: bound as it is, never looked up again */
+			NEED(2);
+			if ((r = parse_fd(argv[++i], &fd, err)) < 0)
+				return r;
+			if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+				return ts_err(err, -EBADF, "--bind-fd %s: not an open directory",
+					      argv[i]);
+			if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+				return ts_err_errno(err, -errno, "--bind-fd %s", argv[i]);
+			op = ADD(TS_MOUNT_BIND);
+			op->src = argv[i];
+			op->src_fd = fd;
+			op->src_is_fd = true;
+			op->dest = argv[++i];
 			op->map_uid = pending_map_uid;
 			op->map_gid = pending_map_gid;
 			pending_map_uid = pending_map_gid = -1;
@@ -422,7 +452,7 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	if (pending_owner >= 0)
 		return ts_err(err, -EINVAL, "--owner without a following --tmpfs or --dir");
 	if (pending_map_uid >= 0)
-		return ts_err(err, -EINVAL, "--bind-owner without a following --bind");
+		return ts_err(err, -EINVAL, "--bind-owner without a following --bind or --bind-fd");
 	if (i >= argc)
 		return ts_err(err, -EINVAL, "no program given after `--`");
 	ctx->argv = argv + i;

@@ -41,9 +41,11 @@ enum ts_mount_kind {
 
 struct ts_mount_op {
 	enum ts_mount_kind kind;
-	const char *src;  /* host path (binds), symlink target */
+	const char *src;  /* host path (binds; --bind-fd: the fd's number), symlink target */
 	const char *dest; /* absolute path inside the sandbox */
-	int src_fd;	  /* O_PATH fd of src, opened before any mount changes the view */
+	int src_fd;	  /* O_PATH fd of src, opened before any mount changes the view;
+			   * --bind-fd: the caller's fd, set when parsed */
+	bool src_is_fd;	  /* --bind-fd */
 	/* overlay */
 	const char *lowers[TS_HELPER_MAX_LOWERS];
 	int lower_fds[TS_HELPER_MAX_LOWERS];

@@ -102,7 +102,10 @@ static int make_tree(struct ts_mount_op *op, long long x, long long y, struct ts
 		return userns;
 	/* this mount only: an id mapping applies to one file system, and a mount below the
 	 * workspace would be another */
-	tree = ts_open_tree(AT_FDCWD, op->src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	tree = op->src_fd >= 0
+		       ? ts_open_tree(op->src_fd, "",
+				      AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)
+		       : ts_open_tree(AT_FDCWD, op->src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tree < 0)
 		return ts_err_errno(err, -errno, "open `%s` for an id-mapped bind", op->src);
 	if (op->kind == TS_MOUNT_RO_BIND)

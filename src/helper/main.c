@@ -361,6 +361,12 @@ int main(int argc, char **argv)
 		return TS_HELPER_EXIT_SETUP;
 	}
 
+	/* The rlimits the kernel also counts per user namespace: the new namespace's budget
+	 * is our soft limit at the clone (ts_proc_ns_rlimits) */
+	if ((r = ts_proc_ns_rlimits(&ctx, &err)) < 0) {
+		fail(&ctx, &err);
+		return TS_HELPER_EXIT_SETUP;
+	}
 	/* setuid mode: CAP_SYS_ADMIN is effective for this one call (setuid.h) */
 	if (setuid_mode && (r = ts_setuid_raise(&err)) < 0) {
 		fail(&ctx, &err);

@@ -2,6 +2,7 @@
 #include "mount.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <stdio.h>
@@ -28,6 +29,14 @@ static const char *const proc_masked_files[] = {
 };
 /* /proc directories hidden under an empty read-only tmpfs. */
 static const char *const proc_masked_dirs[] = { "acpi", "asound", "scsi", "driver", "tty/driver" };
+/* PID 1's (init's) files that change how the kernel treats it (OOM choice, scheduling,
+ * timers, core dumps): read-only binds of themselves, so that not even the sandbox's
+ * root can make the kernel kill or starve init (as the seccomp filter keeps prlimit and
+ * sched_* off pid 1). */
+static const char *const proc_init_readonly[] = {
+	"oom_score_adj",   "oom_adj",	 "autogroup",	 "timerslack_ns",
+	"coredump_filter", "clear_refs", "make-it-fail", "fail-nth",
+};
 /* /proc entries kept visible but read-only. */
 static const char *const proc_readonly[] = { "sys", "bus", "fs", "irq" };
 /* sysfs directories hidden (OCI defaults plus kernel internals). */
@@ -250,6 +259,39 @@ static int remount_ro(struct ts_mount_state *st, int fd, const char *dest, struc
 	return 0;
 }
 
+/*
+ * --bind-fd: the caller's fd is of a mount in the host's namespace, and a mount can only
+ * be cloned from the namespace one is in. Its copy in ours is found by the fd's own path
+ * and accepted only if it is the very same directory (device and inode): the fd decides,
+ * the path only finds its copy, and a directory swapped in by someone meanwhile is
+ * refused.
+ */
+static int reopen_here(struct ts_mount_op *op, struct ts_error *err)
+{
+	char link[64], path[PATH_MAX];
+	struct stat want, got;
+	ssize_t n;
+	int fd;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", op->src_fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || fstat(op->src_fd, &want) < 0)
+		return ts_err_errno(err, -errno, "--bind-fd %s", op->src);
+	path[n] = '\0';
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "--bind-fd %s: open `%s`", op->src, path);
+	if (fstat(fd, &got) < 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+		close(fd);
+		return ts_err(err, -EAGAIN,
+			      "--bind-fd %s: `%s` is no longer the directory that was opened",
+			      op->src, path);
+	}
+	close(op->src_fd);
+	op->src_fd = fd;
+	return 0;
+}
+
 int ts_mount_open_sources(struct ts_helper_ctx *ctx, struct ts_mount_state *st,
 			  struct ts_error *err)
 {
@@ -261,6 +303,13 @@ int ts_mount_open_sources(struct ts_helper_ctx *ctx, struct ts_mount_state *st,
 		case TS_MOUNT_RO_BIND:
 			if (op->idmapped_fd >= 0)
 				break; /* the parent's id-mapped tree (idmount.h) */
+			if (op->src_is_fd) {
+				int r = reopen_here(op, err);
+
+				if (r < 0)
+					return r;
+				break;
+			}
 			op->src_fd = open(op->src, O_PATH | O_CLOEXEC);
 			if (op->src_fd < 0)
 				return ts_err_errno(err, -errno, "open bind source `%s`", op->src);
@@ -352,6 +401,36 @@ static int mask_dir(struct ts_mount_state *st, int parentfd, const char *name, s
 	return 0;
 }
 
+/*
+ * /proc/1/<file> of proc_init_readonly: we are PID 1 of the namespace this procfs shows.
+ * mount(2), not the new API: the kernel refuses to move a clone of a pid's own file onto
+ * it (EINVAL), while a classic bind of it onto itself, then made read-only, works.
+ */
+static int protect_init_files(int procfd, struct ts_error *err)
+{
+	_cleanup_close_ int pid1 =
+		openat(procfd, "1", O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	char path[128];
+
+	if (pid1 < 0)
+		return ts_err_errno(err, -errno, "open /proc/1");
+	for (size_t i = 0; i < ELEMENTSOF(proc_init_readonly); i++) {
+		struct stat st;
+
+		if (fstatat(pid1, proc_init_readonly[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue; /* not built into this kernel */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", pid1, proc_init_readonly[i]);
+		if (mount(path, path, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, path, NULL,
+			  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  NULL) < 0)
+			return ts_err_errno(err, -errno, "read-only /proc/1/%s",
+					    proc_init_readonly[i]);
+	}
+	return 0;
+}
+
 static int do_proc(struct ts_mount_state *st, struct ts_mount_op *op, int targetfd,
 		   struct ts_error *err)
 {
@@ -385,6 +464,9 @@ static int do_proc(struct ts_mount_state *st, struct ts_mount_op *op, int target
 		if (r < 0)
 			return ts_err_prefix(err, r, "mask /proc");
 	}
+	r = protect_init_files(procfd, err);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
 		_cleanup_close_ int fd = openat(procfd, proc_readonly[i],
 						O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);

@@ -91,6 +91,19 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+int ts_proc_ns_rlimits(const struct ts_helper_ctx *ctx, struct ts_error *err)
+{
+	for (size_t i = 0; i < ctx->n_rlimits; i++) {
+		int res = ctx->rlimits[i].resource;
+
+		if (res != RLIMIT_SIGPENDING && res != RLIMIT_MSGQUEUE)
+			continue;
+		if (setrlimit(res, &ctx->rlimits[i].value) < 0)
+			return ts_err_errno(err, -errno, "setrlimit %d before the namespaces", res);
+	}
+	return 0;
+}
+
 int ts_proc_close_fds(const int *pass, size_t n_pass, const int *keep, size_t n_keep,
 		      struct ts_error *err)
 {

@@ -28,6 +28,13 @@ int ts_proc_set_rlimits(const struct ts_helper_ctx *ctx, struct ts_error *err);
  * (at most 8; close-on-exec, so the program never sees them). Every fd given must be 10
  * or above.
  */
+/*
+ * Apply the --rlimit values of RLIMIT_SIGPENDING and RLIMIT_MSGQUEUE to ourselves, before
+ * the clone: the kernel takes a new user namespace's per-user budget of those from its
+ * creator's soft limit at that moment (and counts the namespace's use against ours too).
+ */
+int ts_proc_ns_rlimits(const struct ts_helper_ctx *ctx, struct ts_error *err);
+
 int ts_proc_close_fds(const int *pass, size_t n_pass, const int *keep, size_t n_keep,
 		      struct ts_error *err);
 

@@ -64,6 +64,17 @@ static void own_map(const char *file, unsigned long *total, bool *initial)
 	}
 }
 
+bool ts_idmap_host_root(void)
+{
+	unsigned long total;
+	bool initial;
+
+	if (getuid() != 0 || geteuid() != 0)
+		return false;
+	own_map("/proc/self/uid_map", &total, &initial);
+	return initial;
+}
+
 static void add(struct ts_idmap_line_plan *l, size_t *n, unsigned long in, unsigned long out,
 		unsigned long count)
 {

@@ -49,6 +49,9 @@ struct ts_idmap_plan {
  */
 int ts_idmap_plan(struct ts_idmap_plan *p, bool want_root, struct ts_error *err);
 
+/* Are we the host's root: uid 0 in the initial user namespace? */
+bool ts_idmap_host_root(void);
+
 /*
  * Look up the subordinate range of `name` (or of the numeric `uid`) in a subid file
  * (/etc/subuid format). 0 and the first range with count >= min_count, -ENOENT if none.

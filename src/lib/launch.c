@@ -33,6 +33,7 @@
 #include "relay.h"
 #include "seccomp-compile.h"
 #include "strv.h"
+#include "trustpath.h"
 #include "upper.h"
 #include "syscall.h"
 #include "util.h"
@@ -42,6 +43,7 @@
 #define TS_FD_SYNC 11
 #define TS_FD_CONTROL 12
 #define TS_FD_LOGS 13
+#define TS_FD_WORKSPACE 14
 /* a --dry-run line redirects the filter itself: a single digit, which every sh accepts */
 #define TS_FD_SECCOMP_DRY 3
 
@@ -72,6 +74,7 @@ struct ts_prepared {
 	bool as_root;		       /* every process of the sandbox is its root */
 	bool use_pty;		       /* run -t with a terminal: init makes a pty */
 	bool claimed;		       /* run: $ROOT/oneshot/<id> is ours (leftovers.h) */
+	int ws_fd;		       /* the workspace, opened once (O_PATH): what is bound */
 	long long ws_owner_uid;	       /* >= 0: bind the workspace id-mapped, its owner */
 	long long ws_owner_gid;	       /* appearing as the sandbox's user */
 	unsigned seccomp_flags;	       /* TS_SECCOMP_* */
@@ -83,7 +86,9 @@ static void prepared_free(struct ts_prepared *p)
 		close(p->listen_fd);
 	if (p->logs_fd >= 0)
 		close(p->logs_fd);
-	p->listen_fd = p->logs_fd = -EBADF;
+	if (p->ws_fd >= 0)
+		close(p->ws_fd);
+	p->listen_fd = p->logs_fd = p->ws_fd = -EBADF;
 	ts_strv_free(p->protected);
 	p->protected = NULL;
 	ts_strv_clear(&p->argv);
@@ -174,7 +179,8 @@ static bool cgroups_ok(const struct ts_prepared *p, const char *ctrl, char *why,
 }
 
 /* Half of what our own user namespace allows, read as a file of /proc/sys/user. */
-static unsigned long long half_of_ours(const char *name)
+/* Our own value of /proc/sys/user/NAME (0 when it cannot be read). */
+static unsigned long long our_userns_limit(const char *name)
 {
 	_cleanup_free_ char *s = NULL;
 	unsigned long long v = 0;
@@ -186,26 +192,43 @@ static unsigned long long half_of_ours(const char *name)
 	s[strcspn(s, "\n")] = '\0';
 	if (ts_parse_ull(s, &v) < 0)
 		return 0;
-	return v > 1 ? v / 2 : v;
+	return v;
+}
+
+/*
+ * A budget of ours split for the sandbox: half of it for the whole sandbox, shared by its
+ * users (the kernel counts per user and namespace, and charges every level up to ours:
+ * two users inside would otherwise get half each, all of ours together).
+ */
+static unsigned long long sandbox_share(unsigned long long ours, unsigned users)
+{
+	unsigned long long v = ours / 2 / users;
+
+	return ours && !v ? 1 : v;
 }
 
 /*
  * Budgets of the sandbox's own user namespace (the helper's ucount.h): no namespace of
  * any kind (seccomp refuses them anyway; this holds even for a profile that allows
  * them), no fanotify, and inotify bounded so that the caller's other programs keep at
- * least half of theirs whatever the sandbox does.
+ * least half of theirs whatever the sandbox does. A policy's values are the sandbox's
+ * total, split between its users as well.
  */
-static int build_userns_limits(struct ts_strv *a, const struct ts_policy *pol)
+static int build_userns_limits(struct ts_strv *a, const struct ts_policy *pol, unsigned users)
 {
 	static const char *const none[] = { "max_user_namespaces",   "max_pid_namespaces",
 					    "max_uts_namespaces",    "max_ipc_namespaces",
 					    "max_net_namespaces",    "max_mnt_namespaces",
 					    "max_cgroup_namespaces", "max_time_namespaces",
 					    "max_fanotify_groups",   "max_fanotify_marks" };
-	unsigned long long inst = pol->inotify_instances ? pol->inotify_instances
-							 : half_of_ours("max_inotify_instances");
-	unsigned long long watches = pol->inotify_watches ? pol->inotify_watches
-							  : half_of_ours("max_inotify_watches");
+	unsigned long long inst =
+		pol->inotify_instances
+			? (pol->inotify_instances + users - 1) / users
+			: sandbox_share(our_userns_limit("max_inotify_instances"), users);
+	unsigned long long watches =
+		pol->inotify_watches
+			? (pol->inotify_watches + users - 1) / users
+			: sandbox_share(our_userns_limit("max_inotify_watches"), users);
 	int r = 0;
 
 	for (size_t i = 0; i < ELEMENTSOF(none); i++) {
@@ -219,6 +242,40 @@ static int build_userns_limits(struct ts_strv *a, const struct ts_policy *pol)
 	if (watches) {
 		r |= ts_strv_push(a, "--userns-limit");
 		r |= ts_strv_pushf(a, "max_inotify_watches=%llu", watches);
+	}
+	return r;
+}
+
+/*
+ * Per-user rlimits the kernel also counts per user namespace (pending signals, POSIX
+ * message queue bytes): a new namespace's budget is its creator's soft limit at the
+ * clone, and what the sandbox uses is charged to us as well. The helper sets these
+ * before it creates the namespace (`--rlimit` of these names is applied then), so the
+ * sandbox's total stays at a share of ours: signals queued inside can never exhaust the
+ * caller's (or host root's) budget.
+ */
+static int build_ucount_rlimits(struct ts_strv *a, unsigned users)
+{
+	static const struct {
+		const char *name;
+		int resource;
+		unsigned long long cap; /* at most this for the whole sandbox */
+	} lims[] = { { "sigpending", RLIMIT_SIGPENDING, 4096 },
+		     { "msgqueue", RLIMIT_MSGQUEUE, 8ULL << 20 } };
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(lims); i++) {
+		struct rlimit rl;
+		unsigned long long v;
+
+		if (getrlimit(lims[i].resource, &rl) < 0)
+			continue;
+		v = rl.rlim_cur == RLIM_INFINITY ? lims[i].cap : rl.rlim_cur / 2;
+		if (v > lims[i].cap)
+			v = lims[i].cap;
+		v /= users;
+		r |= ts_strv_push(a, "--rlimit");
+		r |= ts_strv_pushf(a, "%s=%llu", lims[i].name, v ? v : 1);
 	}
 	return r;
 }
@@ -303,7 +360,8 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 		r |= ts_strv_push(a, "--rlimit");
 		r |= ts_strv_pushf(a, "fsize=%llu", pol->fsize);
 	}
-	r |= build_userns_limits(a, pol);
+	r |= build_userns_limits(a, pol, p->idmap.has_root ? 2 : 1);
+	r |= build_ucount_rlimits(a, p->idmap.has_root ? 2 : 1);
 	if (cg) {
 		r |= ts_strv_push(a, "--cgroup");
 		r |= ts_strv_pushf(a, "ts-%s", p->id);
@@ -405,8 +463,14 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		r |= ts_strv_push(a, "--bind-owner");
 		r |= ts_strv_pushf(a, "%lld:%lld", p->ws_owner_uid, p->ws_owner_gid);
 	}
-	r |= ts_strv_push(a, "--bind");
-	r |= ts_strv_push(a, p->workspace);
+	/* the fd opened once; a --dry-run line has only the path */
+	if (o->dry_run) {
+		r |= ts_strv_push(a, "--bind");
+		r |= ts_strv_push(a, p->workspace);
+	} else {
+		r |= ts_strv_push(a, "--bind-fd");
+		r |= ts_strv_pushf(a, "%d", TS_FD_WORKSPACE);
+	}
 	r |= ts_strv_push(a, "/home/user");
 	for (size_t i = 0; i < p->n_protected; i++) {
 		r |= ts_strv_push(a, "--protect");
@@ -602,9 +666,148 @@ static int claim(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_e
 	return r;
 }
 
+/* Is the directory `inner` (an fd) at or below `outer` (dev, ino)? Walks up by `..`. */
+static bool is_below(int inner, const struct stat *outer)
+{
+	int fd = fcntl(inner, F_DUPFD_CLOEXEC, 3);
+
+	for (int depth = 0; fd >= 0 && depth < 4096; depth++) {
+		struct stat st, up;
+		int parent;
+
+		if (fstat(fd, &st) < 0)
+			break;
+		if (st.st_dev == outer->st_dev && st.st_ino == outer->st_ino) {
+			close(fd);
+			return true;
+		}
+		parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = parent;
+		if (fd < 0 || fstat(fd, &up) < 0 ||
+		    (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+			break; /* `/` */
+	}
+	if (fd >= 0)
+		close(fd);
+	return false;
+}
+
+/*
+ * A workspace and the state root must stay apart: a sandbox that could write the state
+ * root (its cached seccomp filters, image layers, other sandboxes' directories) would
+ * decide what the next sandbox runs. A sandbox's own $ROOT/<id>/workspace, named again
+ * (`--workspace` of a durable sandbox's own), is the one way in.
+ */
+static int check_apart(const struct ts_prepared *p, int ws_fd, struct ts_error *err)
+{
+	_cleanup_close_ int root_fd = -EBADF;
+	struct stat ws, root;
+	size_t rl = strlen(p->paths.root);
+	const char *rest = p->workspace + rl;
+
+	root_fd = open(p->paths.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0 || fstat(root_fd, &root) < 0 || fstat(ws_fd, &ws) < 0)
+		return ts_err_errno(err, -errno, "state root `%s`", p->paths.root);
+	if (is_below(root_fd, &ws))
+		return ts_err(
+			err, -EINVAL,
+			"workspace `%s` holds the state root `%s`: a sandbox could change what "
+			"every later sandbox runs; use a workspace outside it",
+			p->workspace, p->paths.root);
+	if (!is_below(ws_fd, &root))
+		return 0;
+	/* $ROOT/<id>/workspace: an id, then exactly "workspace" */
+	if (!strncmp(p->workspace, p->paths.root, rl) && rest[0] == '/' && strchr(rest + 1, '/') &&
+	    !strcmp(strchr(rest + 1, '/'), "/workspace") &&
+	    (size_t)(strchr(rest + 1, '/') - rest - 1) == TS_ID_LEN)
+		return 0;
+	return ts_err(err, -EINVAL,
+		      "workspace `%s` is inside the state root `%s`: only a sandbox's own "
+		      "workspace there may be bound",
+		      p->workspace, p->paths.root);
+}
+
+/*
+ * The workspace the caller named, opened once: the helper binds this fd (--bind-fd), the
+ * scan reads it, its owner is what fstat says of it; the path is looked up by name never
+ * again. Where root gives a sandbox the owner's identity over it (an id-mapped bind), it
+ * must also be opened through a path nobody else can redirect (trustpath.h): a symlink or
+ * a directory of another user on the way would let that user choose what the sandbox
+ * gets as root.
+ */
+static int open_workspace(struct ts_prepared *p, const char *given, struct ts_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char link[64], abs[PATH_MAX];
+	struct stat wst, tst;
+	ssize_t n;
+	int r;
+
+	fd = open(given, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &wst) < 0)
+		return ts_err_errno(err, -errno, "workspace `%s`", given);
+	/* what was opened, by the kernel's account: the name shown and recorded */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, p->workspace, sizeof(p->workspace) - 1);
+	if (n <= 0 || p->workspace[0] != '/')
+		return ts_err(err, -EINVAL, "workspace `%s`: its path cannot be told", given);
+	p->workspace[n] = '\0';
+	if (wst.st_uid == (uid_t)p->idmap.user_uid) {
+		/* the sandbox user's own: nothing to do */
+	} else if (!strcmp(p->idmap.mode, "root-range") && !p->setuid_helper) {
+		_cleanup_close_ int tfd = -EBADF;
+
+		/* Root in the host's namespace (a CI job's checkout): the workspace is bound
+		 * id-mapped, its owner appearing as the sandbox's user, and what the sandbox
+		 * creates there belongs to that owner on the host. The setid guard (in every
+		 * sandbox) keeps it from leaving a setuid file owned by that owner, root, on
+		 * the host, and the scan makes what it cannot guard read-only (protect.h). */
+		if (given[0] == '/')
+			snprintf(abs, sizeof(abs), "%s", given);
+		else if (!getcwd(abs, sizeof(abs)) ||
+			 strlen(abs) + 1 + strlen(given) >= sizeof(abs))
+			return ts_err_errno(err, -errno ? -errno : -ENAMETOOLONG, "workspace `%s`",
+					    given);
+		else
+			strcat(strcat(abs, "/"), given);
+		tfd = ts_trustpath_open(abs, wst.st_uid, err);
+		if (tfd < 0)
+			return ts_err_prefix(err, tfd,
+					     "workspace of another owner, to be bound with its "
+					     "owner's identity");
+		if (fstat(tfd, &tst) < 0 || tst.st_dev != wst.st_dev || tst.st_ino != wst.st_ino)
+			return ts_err(err, -EAGAIN,
+				      "workspace `%s` changed while it was opened: try again",
+				      given);
+		close(fd);
+		fd = TAKE_FD(tfd);
+		p->ws_owner_uid = (long long)wst.st_uid;
+		p->ws_owner_gid = (long long)wst.st_gid;
+	} else if (getuid() == 0) {
+		ts_strv_pushf(&p->warnings,
+			      "workspace `%s` is owned by uid %u; the sandbox user is host "
+			      "uid %lu and cannot write it unless you `chown -R %lu:%lu` it%s",
+			      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid,
+			      p->idmap.user_uid, p->idmap.user_gid,
+			      wst.st_uid == 0 ? " (host root is never mapped into a sandbox)" : "");
+	} else {
+		ts_strv_pushf(&p->warnings,
+			      "workspace `%s` is owned by uid %u, not by the sandbox user "
+			      "(host uid %lu): it may not be writable inside",
+			      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid);
+	}
+	r = check_apart(p, fd, err);
+	if (r < 0)
+		return r;
+	p->ws_fd = TAKE_FD(fd);
+	return 0;
+}
+
 static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
 	_cleanup_close_ int wsfd = -EBADF, upper_fd = -EBADF;
+	unsigned scan_flags;
 	struct stat hst;
 	char sub[4200], profile[4200];
 	const char *prof;
@@ -690,36 +893,9 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	}
 dirs_done:
 	if (o->workspace) {
-		struct stat wst;
-
-		if (!realpath(o->workspace, p->workspace))
-			return ts_err_errno(err, -errno, "workspace `%s`", o->workspace);
-		if (stat(p->workspace, &wst) < 0 || wst.st_uid == (uid_t)p->idmap.user_uid) {
-			/* the sandbox user's own: nothing to do */
-		} else if (!strcmp(p->idmap.mode, "root-range") && !p->setuid_helper) {
-			/* Root in the host's namespace (a CI job's checkout): the workspace is
-			 * bound id-mapped, its owner appearing as the sandbox's user, and what
-			 * the sandbox creates there belongs to that owner on the host. The
-			 * setid guard then keeps the sandbox from leaving a setuid file owned
-			 * by that owner, root, on the host (seccomp-setid.h). */
-			p->ws_owner_uid = (long long)wst.st_uid;
-			p->ws_owner_gid = (long long)wst.st_gid;
-			p->seccomp_flags |= TS_SECCOMP_GUARD_SETID;
-		} else if (getuid() == 0) {
-			ts_strv_pushf(
-				&p->warnings,
-				"workspace `%s` is owned by uid %u; the sandbox user is host "
-				"uid %lu and cannot write it unless you `chown -R %lu:%lu` it%s",
-				p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid,
-				p->idmap.user_uid, p->idmap.user_gid,
-				wst.st_uid == 0 ? " (host root is never mapped into a sandbox)"
-						: "");
-		} else {
-			ts_strv_pushf(&p->warnings,
-				      "workspace `%s` is owned by uid %u, not by the sandbox user "
-				      "(host uid %lu): it may not be writable inside",
-				      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid);
-		}
+		r = open_workspace(p, o->workspace, err);
+		if (r < 0)
+			return r;
 	} else {
 		if (ts_path_join(p->workspace, sizeof(p->workspace), p->dir, "workspace") < 0)
 			return ts_err(err, -ENAMETOOLONG, "workspace path too long");
@@ -738,7 +914,14 @@ dirs_done:
 		if (r < 0)
 			return r;
 	}
-	wsfd = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p->ws_fd < 0) {
+		/* our own $ROOT/<id>/workspace: $ROOT/<id> is ours alone */
+		p->ws_fd = open(p->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (p->ws_fd < 0)
+			return ts_err_errno(err, -errno, "open workspace `%s`", p->workspace);
+	}
+	/* the scan reads the very directory the helper binds */
+	wsfd = openat(p->ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (wsfd < 0)
 		return ts_err_errno(err, -errno, "open workspace `%s`", p->workspace);
 
@@ -754,14 +937,23 @@ dirs_done:
 		snprintf(profile, sizeof(profile), "%s/seccomp/default.json", p->paths.policy_dir);
 		prof = profile;
 	}
+	/* The setid guard in every sandbox: whatever it creates in its workspace belongs on
+	 * the host to someone (the caller, the workspace's owner, the sandbox's host ids),
+	 * and a setuid or setgid file there would let any local user who can reach it run
+	 * code as that someone (seccomp-setid.h). */
+	p->seccomp_flags |= TS_SECCOMP_GUARD_SETID;
 	snprintf(sub, sizeof(sub), "%s/cache/seccomp", p->paths.root);
 	r = ts_seccomp_compile_cached(prof, p->seccomp_flags, sub, p->bpf, sizeof(p->bpf), err);
 	if (r < 0)
 		return r;
 
-	if (o->policy->n_protected) {
+	/* An id-mapped workspace: the sandbox writes as the files' owner, so files whose
+	 * contents reach further (hard links, setid or capable programs) are read-only too */
+	scan_flags = p->ws_owner_uid >= 0 ? TS_PROTECT_ALIASES : 0;
+	if (o->policy->n_protected || scan_flags) {
 		r = ts_protect_scan(wsfd, o->policy->protected_patterns, o->policy->n_protected,
-				    TS_PROTECT_MAX_ENTRIES, &p->protected, &p->n_protected, err);
+				    TS_PROTECT_MAX_ENTRIES, scan_flags, &p->protected,
+				    &p->n_protected, err);
 		if (r < 0)
 			return ts_err_prefix(err, r, "protected paths in `%s`", p->workspace);
 	}
@@ -829,7 +1021,7 @@ static int spawn_helper(struct ts_prepared *p, const int *stdio, pid_t *ret_pid,
 		posix_spawn_file_actions_t fa;
 		posix_spawnattr_t attr;
 		sigset_t none;
-		int hi[7] = { -1, -1, -1, -1, -1, -1, -1 };
+		int hi[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
 		bool dup_failed = false;
 
 		sigemptyset(&none);
@@ -842,6 +1034,7 @@ static int spawn_helper(struct ts_prepared *p, const int *stdio, pid_t *ret_pid,
 		hi[1] = fcntl(sp[1], F_DUPFD_CLOEXEC, 64);
 		hi[2] = p->listen_fd >= 0 ? fcntl(p->listen_fd, F_DUPFD_CLOEXEC, 64) : -1;
 		hi[3] = p->logs_fd >= 0 ? fcntl(p->logs_fd, F_DUPFD_CLOEXEC, 64) : -1;
+		hi[7] = fcntl(p->ws_fd, F_DUPFD_CLOEXEC, 64);
 		for (int k = 0; stdio && k < 3; k++) {
 			/* what the sandbox gets as its standard streams (relay.h) */
 			hi[4 + k] = fcntl(stdio[k], F_DUPFD_CLOEXEC, 64);
@@ -849,6 +1042,7 @@ static int spawn_helper(struct ts_prepared *p, const int *stdio, pid_t *ret_pid,
 		}
 		posix_spawn_file_actions_adddup2(&fa, hi[0], TS_FD_SECCOMP);
 		posix_spawn_file_actions_adddup2(&fa, hi[1], TS_FD_SYNC);
+		posix_spawn_file_actions_adddup2(&fa, hi[7], TS_FD_WORKSPACE);
 		for (int k = 0; stdio && k < 3; k++)
 			posix_spawn_file_actions_adddup2(&fa, hi[4 + k], k);
 		if (p->listen_fd >= 0) {
@@ -866,13 +1060,13 @@ static int spawn_helper(struct ts_prepared *p, const int *stdio, pid_t *ret_pid,
 		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
 		/* The helper gets no environment of ours: host-side code never honours the
 		 * caller's LD_* or similar (RT-06). */
-		r = (hi[0] < 0 || hi[1] < 0 || dup_failed ||
+		r = (hi[0] < 0 || hi[1] < 0 || hi[7] < 0 || dup_failed ||
 		     (p->listen_fd >= 0 && (hi[2] < 0 || hi[3] < 0)))
 			    ? errno
 			    : posix_spawn(&pid, p->paths.helper, &fa, &attr, p->argv.v, empty_env);
 		posix_spawn_file_actions_destroy(&fa);
 		posix_spawnattr_destroy(&attr);
-		for (int k = 0; k < 7; k++)
+		for (int k = 0; k < 8; k++)
 			if (hi[k] >= 0)
 				close(hi[k]);
 		if (r != 0) {
@@ -1024,7 +1218,7 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 	int pidfd = -1, r;
 
 	memset(&p, 0, sizeof(p));
-	p.listen_fd = p.logs_fd = -EBADF;
+	p.listen_fd = p.logs_fd = p.ws_fd = -EBADF;
 	p.ws_owner_uid = p.ws_owner_gid = -1;
 	ts_relay_init(&relay);
 	/* what earlier runs killed before their clean-up left (leftovers.h) */
@@ -1083,7 +1277,7 @@ int ts_launch_durable(const struct ts_run_opts *o, pid_t *ret_init_pid, struct t
 	int pidfd = -1, status, r;
 
 	memset(&p, 0, sizeof(p));
-	p.listen_fd = p.logs_fd = -EBADF;
+	p.listen_fd = p.logs_fd = p.ws_fd = -EBADF;
 	p.ws_owner_uid = p.ws_owner_gid = -1;
 	r = prepare(&p, o, err);
 	if (r >= 0) {

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -18,6 +20,7 @@
 #define PROTECT_MAX_DEPTH 256
 
 struct scan {
+	unsigned flags;
 	char *const *patterns;
 	size_t n_patterns;
 	size_t max_entries;
@@ -70,6 +73,23 @@ static int add(struct scan *s, const char *dir, const char *name)
 	return 0;
 }
 
+/* TS_PROTECT_ALIASES: another name sees its contents, or it runs with more privilege. */
+static bool aliased(int dfd, const char *name, const struct stat *st)
+{
+	char path[PATH_MAX];
+
+	if (st->st_nlink > 1)
+		return true;
+	if (!(st->st_mode & 0111))
+		return false; /* neither setid bits nor capabilities act without exec */
+	if (st->st_mode & (S_ISUID | S_ISGID))
+		return true;
+	/* any security.capability counts, even one we cannot read: fail closed */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dfd, name);
+	return lgetxattr(path, "security.capability", NULL, 0) >= 0 || errno == E2BIG ||
+	       errno == EACCES || errno == EPERM;
+}
+
 /* dir is the relative path of dfd ("" for the workspace); dfd is consumed. */
 static int walk(struct scan *s, int dfd, const char *dir, unsigned depth)
 {
@@ -108,8 +128,10 @@ static int walk(struct scan *s, int dfd, const char *dir, unsigned depth)
 			break;
 		}
 		want = matches(s, de->d_name);
-		/* d_type spares a stat for the common case: a file that matches nothing. */
-		if (!want && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+		/* d_type spares a stat for the common case: a file that matches nothing
+		 * (unless every regular file's links and mode count: TS_PROTECT_ALIASES). */
+		if (!want && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN &&
+		    !(de->d_type == DT_REG && (s->flags & TS_PROTECT_ALIASES)))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno == ENOENT)
@@ -119,6 +141,8 @@ static int walk(struct scan *s, int dfd, const char *dir, unsigned depth)
 			break;
 		}
 		if (S_ISREG(st.st_mode)) {
+			if (!want && (s->flags & TS_PROTECT_ALIASES))
+				want = aliased(dirfd(d), de->d_name, &st);
 			if (want) {
 				r = add(s, dir, de->d_name);
 				if (r < 0)
@@ -168,9 +192,10 @@ static int cmp(const void *a, const void *b)
 }
 
 int ts_protect_scan(int workspace_fd, char *const *patterns, size_t n_patterns, size_t max_entries,
-		    char ***ret, size_t *ret_n, struct ts_error *err)
+		    unsigned flags, char ***ret, size_t *ret_n, struct ts_error *err)
 {
 	struct scan s = {
+		.flags = flags,
 		.patterns = patterns,
 		.n_patterns = n_patterns,
 		.max_entries = max_entries,

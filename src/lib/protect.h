@@ -21,7 +21,19 @@
  * ts_strv_free(). Returns 0 or -errno.
  */
 int ts_protect_scan(int workspace_fd, char *const *patterns, size_t n_patterns, size_t max_entries,
-		    char ***ret, size_t *ret_n, struct ts_error *err);
+		    unsigned flags, char ***ret, size_t *ret_n, struct ts_error *err);
+
+/*
+ * flags: TS_PROTECT_ALIASES also collects, whatever their names, the regular files whose
+ * contents reach beyond the workspace or beyond the sandbox's privilege, which an
+ * id-mapped workspace (the sandbox acting as the files' owner, root) must not write:
+ *  - files with more than one hard link (another name, maybe outside the workspace,
+ *    would see the write: a local `git clone` shares its objects with the original);
+ *  - executables that are setuid or setgid or carry file capabilities
+ *    (security.capability): the kernel clears those on write(2), not on a store through
+ *    a shared mapping, so the sandbox could rewrite a setuid-root program in place.
+ */
+#define TS_PROTECT_ALIASES (1U << 0)
 
 /* Free a NULL-terminated string vector. Accepts NULL. */
 void ts_strv_free(char **v);

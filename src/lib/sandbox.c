@@ -416,11 +416,13 @@ int ts_sandbox_stop(struct ts_store *st, struct ts_sandbox_rec *rec, unsigned gr
 		struct ts_ctl_client *c = NULL;
 		struct ts_error ignore;
 
+		/* init takes no signal as a request (server.c): one that does not answer
+		 * is killed, and its namespace with it */
 		if (ts_ctl_client_connect(rec->dir, rec->id, TS_ANSWER_MS, &c, &ignore) == 0) {
 			send_shutdown(c);
 			ts_ctl_client_free(c);
 		} else {
-			ts_pidfd_send_signal(pidfd, SIGTERM, NULL, 0);
+			ts_pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
 		}
 	}
 	/* init gives its processes a grace period itself; past ours, kill the namespace */

@@ -59,8 +59,8 @@ static int take_out(json_t *syscalls, const char *name, const char *path, bool *
 			continue;
 		if (json_is_string(one) && !strcmp(json_string_value(one), name))
 			return ts_err(err, -EINVAL,
-				      "`%s`: rule %zu allows `%s` by `name`: the setid guard of an "
-				      "id-mapped workspace needs it in `names`",
+				      "`%s`: rule %zu allows `%s` by `name`: the setid guard needs "
+				      "it in `names`",
 				      path, i, name);
 		json_array_foreach(names, k, n) {
 			if (!json_is_string(n) || strcmp(json_string_value(n), name) != 0)
@@ -69,7 +69,7 @@ static int take_out(json_t *syscalls, const char *name, const char *path, bool *
 				return ts_err(
 					err, -EINVAL,
 					"`%s`: rule %zu allows `%s` with argument conditions: "
-					"the setid guard of an id-mapped workspace cannot be "
+					"the setid guard cannot be "
 					"added to it",
 					path, i, name);
 			json_array_remove(names, k);
@@ -107,13 +107,11 @@ int ts_seccomp_guard_setid(json_t *root, const char *path, struct ts_error *err)
 			return r;
 		if (!allowed)
 			continue;
-		r = allow_with(
-			syscalls, g->name, masked_eq(g->mode_arg, SETID_BITS),
-			"setid guard: no S_ISUID or S_ISGID in the mode (id-mapped workspace)");
+		r = allow_with(syscalls, g->name, masked_eq(g->mode_arg, SETID_BITS),
+			       "setid guard: no S_ISUID or S_ISGID in the mode");
 		if (r == 0 && g->flags_arg >= 0)
-			r = allow_with(
-				syscalls, g->name, masked_eq(g->flags_arg, CREATE_FLAGS),
-				"setid guard: opening without creating (id-mapped workspace)");
+			r = allow_with(syscalls, g->name, masked_eq(g->flags_arg, CREATE_FLAGS),
+				       "setid guard: opening without creating");
 		if (r < 0)
 			return ts_err(err, r, "`%s`: add the setid guard", path);
 	}

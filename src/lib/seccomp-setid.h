@@ -2,12 +2,11 @@
 #pragma once
 
 /*
- * The setid guard of a seccomp profile, for sandboxes whose workspace is bound with an
- * id-mapped mount (a root-owned workspace of a CI job run as root: its owner appears
- * as the sandbox's user). Through such a mount, a file the sandbox creates belongs on
- * the host to the workspace's owner — root — and the mount's nosuid only stops
- * executing it *through the mount*: a `chmod 4755` inside would leave a setuid-root
- * program on the host, for anyone who runs it there.
+ * The setid guard of a seccomp profile, in every sandbox: what a sandbox creates in its
+ * workspace belongs on the host to someone (the caller; the sandbox's host ids; through
+ * an id-mapped mount, a root-owned workspace's owner, root), and the mount's nosuid only
+ * stops executing it *through the mount*: a `chmod 4755` inside would leave a setuid
+ * program of that someone on the host, for any local user who reaches it.
  *
  * So the profile is rewritten (as JSON, before it is compiled) to refuse every way of
  * giving a file S_ISUID or S_ISGID: chmod, fchmod, fchmodat, fchmodat2 with either bit

@@ -3,7 +3,7 @@
 # docs/test-cases.md describes every case id the tests cite, and says nothing about them
 # that the tree contradicts. Checks, one TAP line each:
 #   - every id a test cites has a row above "## Not yet tested" (the ids: two capitals, a
-#     dash and two digits anywhere under tests/, such as `SC-04`; `H<N>`, `B<N>`, `R<N>`
+#     dash and two digits anywhere under tests/, such as `SC-04`; `H<N>`, `B<N>`, `R<N>`, `T<N>`
 #     in tests/live/hardening.py, which defines them; fuzz corpora are data, and this
 #     checker's own examples are not citations);
 #   - every such row has a description, names at least one file under tests/ and every
@@ -31,7 +31,7 @@ fi
 
 cited=$({
 	grep -rhoIE --exclude-dir=corpus --exclude-dir=docs '\b[A-Z]{2}-[0-9]{2}\b' tests
-	grep -hoE '\b[HBR][0-9]{1,2}\b' tests/live/hardening.py
+	grep -hoE '\b[HBRT][0-9]{1,2}\b' tests/live/hardening.py
 } | sort -u)
 is_cited() { grep -rqIw --exclude-dir=corpus --exclude-dir=docs -e "$1" tests; }
 

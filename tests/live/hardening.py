@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Hardening cases (issue 7): each finding of the outside review as a live test, from
-inside a sandbox and from the host. Case ids H<N> are the review's finding numbers;
-docs/test-cases.md says what each one means.
+inside a sandbox and from the host. Case ids H<N> are the review's finding numbers, T<N>
+the red-team pass's, B1 and R1 two features of the same work; docs/test-cases.md says
+what each one means.
 
 TAP on stdout. Env (modes.sh): TS_CLI, TS_MODE (root, user, userns), TS_STAGE,
 TOREN_SANDBOX_ROOT. Every sandbox created here is removed at the end.
@@ -213,14 +214,32 @@ st, out, err = ts("exec", sb, "--", "python3", "-c", forge)
 t(st == 0 and "sigio sent" in out, "H2 forged signals sent from inside (control)")
 time.sleep(0.5)
 t(running(sb), "H2 rt_sigqueueinfo with si_pid 0 and SIGIO/F_SETSIG(SIGTERM) on init leave it running")
+# T2 (red team): with the pending-signal budget it shares with init used up, a signal
+# from inside loses its siginfo and reads as SI_USER from pid 0: init takes no signal
+# as a request at all now, and stop goes through the socket
+fill = r"""
+import ctypes, signal, os
+libc = ctypes.CDLL(None, use_errno=True)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+n = 0
+class sigval(ctypes.Union):
+    _fields_ = [("i", ctypes.c_int), ("p", ctypes.c_void_p)]
+while libc.sigqueue(os.getpid(), signal.SIGRTMIN, sigval(0)) == 0:
+    n += 1
+print("queued", n, "errno", ctypes.get_errno())
+print("tgkill", libc.syscall(234, 1, 1, signal.SIGTERM))
+"""
+st, out, err = ts("exec", sb, "--", "python3", "-c", fill)
+time.sleep(0.5)
+t(st == 0 and "queued" in out and running(sb),
+  f"T2 SIGTERM to init from inside with the signal budget used up leaves it running ({out.strip()} {err.strip()[:80]})")
 pid1 = init_pid(sb)
 if pid1 > 0:
     os.kill(pid1, signal.SIGTERM)
-    for _ in range(50):
-        if inspect(sb).get("state") != "running":
-            break
-        time.sleep(0.1)
-    t(inspect(sb).get("state") != "running", "H2 SIGTERM from outside still stops it (control)")
+    time.sleep(0.5)
+    t(running(sb), "T2 a durable init takes no signal as a request, SIGTERM from outside neither")
+    st, out, err = ts("stop", sb)
+    t(st == 0 and inspect(sb).get("state") != "running", f"T2 stop still stops it ({err.strip()})")
 else:
     t(False, "H2 init pid from inspect")
 
@@ -373,7 +392,9 @@ os.close(rfd)
 ts("exec", sb, "--", "sh", "-c",
    "mkdir -p /home/user/perm/d && chmod 0777 /home/user/perm/d && "
    "echo x > /home/user/perm/f && chmod 0666 /home/user/perm/f && "
-   "echo y > /home/user/perm/x && chmod 4777 /home/user/perm/x")
+   "echo y > /home/user/perm/x && chmod 0777 /home/user/perm/x")
+# the sandbox cannot make a setuid file (the setid guard, T5): the host can
+os.chmod(os.path.join(inspect(sb)["paths"]["workspace"], "perm", "x"), 0o4777)
 dst = os.path.join(tmp, "cpout")
 os.makedirs(dst)
 old_umask = os.umask(0o022)
@@ -530,7 +551,9 @@ with open(pol_b, "w") as f:
     f.write("limits:\n  inotify_instances: 5\n")
 os.chmod(pol_b, 0o644)
 st, out, _ = ts("run", "--policy", pol_b, "--", "python3", "-c", budget)
-t(out.split()[1:] == ["5"], f"B1 limits.inotify_instances is the sandbox's budget ({out.strip()})")
+# split between the sandbox's users: two where root starts it (root and user inside)
+share = "3" if mode == "root" else "5"
+t(out.split()[1:] == [share], f"B1 limits.inotify_instances is the sandbox's budget, per user {share} ({out.strip()})")
 
 # --- H5: the host never follows a symlink the sandbox planted in its upper layer -----
 if mode == "userns":
@@ -608,8 +631,13 @@ if mode == "root":
     st, out, err = ts("exec", sbr, "--", "sh", "-c", "echo durable > /home/user/d2; stat -c %u /home/user/d2")
     t(st == 0 and out.strip() == "1000" and os.stat(os.path.join(rws, "d2")).st_uid == 0,
       f"R1 a durable sandbox around a root-owned workspace ({err.strip()})")
-    st, out, err = ts("run", "--", "python3", "-c", "import os; os.close(os.open('/home/user/x', os.O_CREAT|os.O_WRONLY, 0o4755)); print('ok')")
-    t(st == 0 and "ok" in out, "R1 without an id-mapped workspace there is no setid guard (control)")
+    # the red team's T5 finding: the guard stopped the file worker (openat2)
+    with open(os.path.join(tmp, "cp-in"), "w") as f:
+        f.write("copied in\n")
+    st, _, err = ts("cp", os.path.join(tmp, "cp-in"), sbr + ":cp-in")
+    st2, out, err2 = ts("cp", sbr + ":cp-in", "-")
+    t(st == 0 and st2 == 0 and out == "copied in\n",
+      f"T5 cp in and out of a guarded durable sandbox (the file worker resolves paths without openat2) ({err.strip()} {err2.strip()})")
 else:
     # we cannot chown here: a small directory of the system's (root's, mode 0755)
     other = next((d for d in ("/usr/local/include", "/usr/local/games", "/usr/local/etc")
@@ -620,6 +648,164 @@ else:
     else:
         st, out, err = ts("run", "--workspace", other, "--", "true")
         t("owned by uid" in err, f"R1 not root: a workspace of another owner ({other}) only gets the warning ({err.strip()[:120]})")
+
+# --- the red team's findings (T<N> = its PoC number; docs/test-cases.md) -------------
+# T5: the setid guard in every sandbox, not only around an id-mapped workspace
+st, out, err = ts("run", "--", "python3", "-c", """
+import os
+def e(f):
+    try:
+        f(); return 0
+    except OSError as x:
+        return x.errno
+open('/home/user/x', 'w').close()
+print(e(lambda: os.chmod('/home/user/x', 0o4755)), e(lambda: os.close(os.open('/home/user/y', os.O_CREAT|os.O_WRONLY, 0o2755))), e(lambda: os.chmod('/home/user/x', 0o755)))
+""")
+t(st == 0 and out.split() == ["1", "1", "0"],
+  f"T5 every sandbox: chmod 4755 and creating with 02755 are EPERM, chmod 755 works ({out.strip()} {err.strip()[:100]})")
+
+# T10 is a unit test (tests/unit/test-util.c: bidi controls)
+
+# T3: a state root of someone else's, or one others may write, is refused
+if mode == "root":
+    other_root = os.path.join(tmp, "other-state")
+    os.makedirs(other_root)
+    try:
+        import pwd
+        os.chown(other_root, pwd.getpwnam(os.environ.get("TS_TEST_USER", "tsbx-test")).pw_uid, -1)
+        env = dict(os.environ, TOREN_SANDBOX_ROOT=other_root)
+        st, out, err = ts("run", "--", "true", env=env)
+        t(st == 125 and "belongs to uid" in err, f"T3 another user's state root is refused ({err.strip()[:160]})")
+    except KeyError:
+        skip("T3 another user's state root is refused", "no test user")
+open_root = os.path.join(tmp, "open-state")
+os.makedirs(open_root)
+os.chmod(open_root, 0o777)
+st, out, err = ts("run", "--", "true", env=dict(os.environ, TOREN_SANDBOX_ROOT=open_root))
+t(st == 125 and "writable by others" in err, f"T3 a state root others may write is refused ({err.strip()[:120]})")
+
+# T8: a workspace and the state root stay apart
+st, out, err = ts("run", "--workspace", os.path.dirname(state_root), "--", "true")
+t(st == 125 and "holds the state root" in err, f"T8 a workspace holding the state root is refused ({err.strip()[:120]})")
+os.makedirs(os.path.join(state_root, "cache"), exist_ok=True)
+st, out, err = ts("run", "--workspace", os.path.join(state_root, "cache"), "--", "true")
+t(st == 125 and "inside the state root" in err, f"T8 a workspace inside the state root is refused ({err.strip()[:120]})")
+own = create()
+if own:
+    st, out, err = ts("run", "--workspace", os.path.join(state_root, own, "workspace"), "--", "true")
+    t(st == 0, f"T8 a durable sandbox's own workspace may be named again ({err.strip()[:120]})")
+
+# T1: budgets the kernel counts per user namespace and charges to us: the sandbox gets a
+# share (pending signals, message queue bytes, inotify split between its users)
+budget = r"""
+import ctypes, os, resource, signal
+libc = ctypes.CDLL(None, use_errno=True)
+class sigval(ctypes.Union):
+    _fields_ = [("i", ctypes.c_int), ("p", ctypes.c_void_p)]
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+n = 0
+while libc.sigqueue(os.getpid(), signal.SIGRTMIN, sigval(0)) == 0 and n < 1000000:
+    n += 1
+print(resource.getrlimit(resource.RLIMIT_SIGPENDING)[0], resource.getrlimit(resource.RLIMIT_MSGQUEUE)[0], n, flush=True)
+open("/home/user/filled", "w").close()
+import time; time.sleep(20)
+"""
+ours = __import__("resource").getrlimit(__import__("resource").RLIMIT_SIGPENDING)[0]
+sbb = create()
+if sbb:
+    p = subprocess.Popen([cli, "exec", sbb, "--", "python3", "-c", budget], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    line = p.stdout.readline().decode().split()
+    # while the sandbox holds every signal it may queue, we can still queue ours
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN + 1])
+    class _sv(ctypes.Union):
+        _fields_ = [("i", ctypes.c_int), ("p", ctypes.c_void_p)]
+    libc = ctypes.CDLL(None, use_errno=True)
+    host_ok = libc.sigqueue(os.getpid(), signal.SIGRTMIN + 1, _sv(0)) == 0
+    signal.sigtimedwait([signal.SIGRTMIN + 1], 0)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGRTMIN + 1])
+    p.kill()
+    p.wait()
+    ts("stop", sbb)
+    ok_share = len(line) == 3 and int(line[0]) <= max(1, ours // 2) and int(line[2]) <= int(line[0])
+    t(ok_share and host_ok,
+      f"T1 the sandbox queues at most its share of pending signals (inside {line}, ours {ours}) and we can still queue ours ({host_ok})")
+st, out, err = ts("run", "--", "sh", "-c", "cat /proc/sys/user/max_inotify_instances")
+with open("/proc/sys/user/max_inotify_instances") as f:
+    our_inst = int(f.read())
+users = 2 if mode == "root" else 1  # root's sandboxes have root and user inside
+t(st == 0 and out.strip().isdigit() and int(out) <= max(1, our_inst // 2 // users),
+  f"T1 inotify instances per user inside ({out.strip()}) are half of ours ({our_inst}) split between its {users} users")
+
+# T7: init's own /proc files are read-only, also for the sandbox's root
+st, out, err = ts("run", "--user", "root", "--", "sh", "-c",
+                  "echo 1000 > /proc/1/oom_score_adj; echo $?; echo 19 > /proc/1/autogroup; echo $?; echo 500 > /proc/self/oom_score_adj; echo $?")
+if st != 0 and "subordinate" in err:
+    skip("T7 /proc/1/oom_score_adj and autogroup are read-only for root inside", "no root inside here")
+else:
+    t(out.split() == ["2", "2", "0"],
+      f"T7 /proc/1/oom_score_adj and autogroup are read-only for root inside, its own stay writable ({out.split()} {err.strip()[:100]})")
+
+if mode == "root":
+    # T4, T9: in an id-mapped workspace, setid or capable programs and hard-linked files
+    # are read-only (the kernel keeps setid bits on a store through a shared mapping)
+    aw = os.path.join(tmp, "aliases")
+    os.makedirs(aw)
+    outside = os.path.join(tmp, "mirror-object")
+    with open(outside, "w") as f:
+        f.write("original\n")
+    os.link(outside, os.path.join(aw, "object"))
+    subprocess.run(["cp", "/bin/true", os.path.join(aw, "suid")], check=True)
+    os.chmod(os.path.join(aw, "suid"), 0o4755)
+    before = open(os.path.join(aw, "suid"), "rb").read()
+    st, out, err = ts("run", "--workspace", aw, "--", "python3", "-c", """
+import mmap, os
+def e(f):
+    try:
+        f(); return 0
+    except OSError as x:
+        return x.errno
+print(e(lambda: os.open('/home/user/suid', os.O_RDWR)), e(lambda: os.open('/home/user/object', os.O_WRONLY)))
+open('/home/user/other', 'w').write('x')
+""")
+    t(st == 0 and out.split() == ["30", "30"],
+      f"T4/T9 a setuid program and a hard-linked file in an id-mapped workspace open read-only (EROFS) ({out.strip()} {err.strip()[:120]})")
+    t(open(outside).read() == "original\n" and open(os.path.join(aw, "suid"), "rb").read() == before
+      and os.stat(os.path.join(aw, "suid")).st_mode & 0o4000,
+      "T4/T9 the file outside the workspace and the setuid program are unchanged")
+    t(os.path.exists(os.path.join(aw, "other")), "T4/T9 the rest of the workspace stays writable (control)")
+    # T6: a workspace path another user controls is not bound with its owner's identity
+    try:
+        import pwd
+        tu = pwd.getpwnam(os.environ.get("TS_TEST_USER", "tsbx-test"))
+        victim = os.path.join(tmp, "victim")
+        os.makedirs(victim)
+        os.chmod(victim, 0o700)
+        with open(os.path.join(victim, "secret"), "w") as f:
+            f.write("root only\n")
+        alice = os.path.join(tmp, "alice")
+        os.makedirs(alice)
+        os.chown(alice, tu.pw_uid, tu.pw_gid)
+        os.chmod(tmp, 0o755)
+        os.symlink(victim, os.path.join(alice, "proj"))
+        os.lchown(os.path.join(alice, "proj"), tu.pw_uid, tu.pw_gid)
+        st, out, err = ts("run", "--workspace", os.path.join(alice, "proj"), "--", "sh", "-c", "echo planted > planted")
+        t(st == 125 and "belongs to uid" in err and sorted(os.listdir(victim)) == ["secret"],
+          f"T6 a workspace reached through another user's directory is refused for an id-mapped bind ({err.strip()[:160]})")
+        mine = os.path.join(tmp, "mine")
+        os.symlink(rws, mine)
+        st, out, err = ts("run", "--workspace", mine, "--", "sh", "-c", "echo via-link > via-link")
+        t(st == 0 and os.path.exists(os.path.join(rws, "via-link")),
+          f"T6 a path through root's own symlink still works (control) ({err.strip()[:120]})")
+        # the other user's own directory: bound id-mapped as that user
+        ap = os.path.join(alice, "real")
+        os.makedirs(ap)
+        os.chown(ap, tu.pw_uid, tu.pw_gid)
+        st, out, err = ts("run", "--workspace", ap, "--", "sh", "-c", "echo mine > made")
+        t(st == 0 and os.stat(os.path.join(ap, "made")).st_uid == tu.pw_uid,
+          f"T6 another user's own directory is bound with that user's identity, not root's ({err.strip()[:120]})")
+    except KeyError:
+        skip("T6 a workspace path another user controls", "no test user")
 
 for sid in created:
     ts("rm", "-f", "--purge", sid)

@@ -76,7 +76,7 @@ static void test_tree(int dfd)
 	size_t n = 0;
 	int r, same;
 
-	r = ts_protect_scan(dfd, patterns, N_PATTERNS, TREE_ENTRIES, &v, &n, &err);
+	r = ts_protect_scan(dfd, patterns, N_PATTERNS, TREE_ENTRIES, 0, &v, &n, &err);
 	ok(r == 0, "scan: %s", r ? err.msg : "ok");
 	same = r == 0 && n == N_EXPECTED && v[n] == NULL;
 	for (size_t i = 0; same && i < N_EXPECTED; i++)
@@ -87,11 +87,11 @@ static void test_tree(int dfd)
 	ts_strv_free(v);
 
 	v = NULL;
-	r = ts_protect_scan(dfd, patterns, N_PATTERNS, TREE_ENTRIES - 1, &v, &n, &err);
+	r = ts_protect_scan(dfd, patterns, N_PATTERNS, TREE_ENTRIES - 1, 0, &v, &n, &err);
 	ok(r == -E2BIG && v == NULL && strstr(err.msg, "17") && strstr(err.msg, "max_entries"),
 	   "one entry past max_entries: %s", err.msg);
 
-	r = ts_protect_scan(dfd, NULL, 0, TREE_ENTRIES, &v, &n, &err);
+	r = ts_protect_scan(dfd, NULL, 0, TREE_ENTRIES, 0, &v, &n, &err);
 	ok(r == 0 && n == 0 && v && v[0] == NULL, "no patterns: an empty vector");
 	ts_strv_free(v);
 }
@@ -117,7 +117,7 @@ static void test_depth(int dfd)
 	if (fd < 0)
 		abort();
 	touch(fd, ".env");
-	r = ts_protect_scan(dfd, patterns, N_PATTERNS, 100000, &v, &n, &err);
+	r = ts_protect_scan(dfd, patterns, N_PATTERNS, 100000, 0, &v, &n, &err);
 	ok(r == 0 && n == 1 && strlen(v[0]) == 256 * 2 + 4, "depth 256 is walked: %s",
 	   r ? err.msg : "ok");
 	ts_strv_free(v);
@@ -125,7 +125,7 @@ static void test_depth(int dfd)
 	if (mkdirat(fd, "d", 0700) < 0)
 		abort();
 	close(fd);
-	r = ts_protect_scan(dfd, patterns, N_PATTERNS, 100000, &v, &n, &err);
+	r = ts_protect_scan(dfd, patterns, N_PATTERNS, 100000, 0, &v, &n, &err);
 	ok(r == -ELOOP && v == NULL && strstr(err.msg, "256"), "depth 257: %s", err.msg);
 }
 
@@ -146,7 +146,7 @@ static void test_unreadable(int dfd)
 		close(fd);
 		skip(1, "running with CAP_DAC_OVERRIDE");
 	} else {
-		r = ts_protect_scan(dfd, patterns, N_PATTERNS, 100000, &v, &n, &err);
+		r = ts_protect_scan(dfd, patterns, N_PATTERNS, 100000, 0, &v, &n, &err);
 		ok(r == -EACCES && v == NULL && strstr(err.msg, "`locked`"),
 		   "an unreadable directory fails closed: %s", err.msg);
 	}
@@ -162,7 +162,7 @@ static void test_not_dir(int dfd)
 	int fd, r;
 
 	fd = openat(dfd, "README.md", O_RDONLY | O_CLOEXEC);
-	r = ts_protect_scan(fd, patterns, N_PATTERNS, 10, &v, &n, &err);
+	r = ts_protect_scan(fd, patterns, N_PATTERNS, 10, 0, &v, &n, &err);
 	ok(r == -ENOTDIR && v == NULL, "a file as workspace: %s", err.msg);
 	close(fd);
 }

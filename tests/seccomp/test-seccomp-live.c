@@ -680,7 +680,8 @@ int main(int argc, char **argv)
 		run_child(NULL, probe_int80, &c, &res);
 		if (res.sig || !res.got || res.o.ret <= 0) {
 			describe(&res, got, sizeof(got));
-			skip_case("no i386 emulation on this kernel",
+			skip_case("the control did not run: no i386 emulation here, or an outer "
+				  "seccomp filter (a sandbox's) kills it",
 				  "int $0x80 getpid killed (control: %s)", got);
 		} else {
 			run_child(&fp, probe_int80, &c, &res);

@@ -150,6 +150,15 @@ int main(void)
 			{ "\xed\xa0\x80", "???", "UTF-16 surrogate replaced" },
 			{ "\xf4\x90\x80\x80", "????", "beyond U+10FFFF replaced" },
 			{ "\xc2\xa0nbsp", "\xc2\xa0nbsp", "U+00A0 (not C1) kept" },
+			{ "a\xe2\x80\xaetxt.exe", "a???txt.exe",
+			  "U+202E right-to-left override replaced" },
+			{ "\xe2\x81\xa6x\xe2\x81\xa9", "???x???",
+			  "U+2066/U+2069 isolates replaced" },
+			{ "z\xe2\x80\x8bw", "z???w", "U+200B zero-width space replaced" },
+			{ "\xef\xbb\xbf"
+			  "bom",
+			  "???bom", "U+FEFF replaced" },
+			{ "\xe2\x80\x94 dash", "\xe2\x80\x94 dash", "U+2014 (visible) kept" },
 		};
 
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
