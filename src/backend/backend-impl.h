@@ -11,12 +11,16 @@
 struct ts_backend_ops {
 	const char *name;
 	void (*free)(struct ts_backend *b);
+	const char *(*warning)(struct ts_backend *b);
 
 	int (*sb_create)(struct ts_backend *b, const struct ts_sb_create_opts *o, struct ts_sb *sb,
 			 struct ts_error *err);
 	int (*sb_connect)(struct ts_backend *b, const char *id, long long timeout_ms, bool start,
 			  struct ts_sb *sb, struct ts_error *err);
-	int (*sb_kill)(struct ts_backend *b, const char *id, struct ts_error *err);
+	int (*sb_remove)(struct ts_sb *sb, unsigned flags, ts_be_warn_fn warn, void *userdata,
+			 struct ts_error *err);
+	int (*reap)(struct ts_backend *b, bool dry_run, bool (*stop_early)(void), ts_reap_fn fn,
+		    void *userdata, unsigned *failed, struct ts_error *err);
 	int (*sb_list)(struct ts_backend *b, const struct ts_sb_list_opts *o,
 		       struct ts_sb_info **ret, size_t *n, char **next_token, struct ts_error *err);
 	int (*sb_info)(struct ts_sb *sb, struct ts_sb_info *ret, struct ts_error *err);

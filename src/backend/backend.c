@@ -57,6 +57,11 @@ void ts_backend_free(struct ts_backend *b)
 	free(b);
 }
 
+const char *ts_backend_warning(struct ts_backend *b)
+{
+	return b->ops->warning ? b->ops->warning(b) : "";
+}
+
 const char *ts_backend_name(const struct ts_backend *b)
 {
 	return b->ops->name;
@@ -203,7 +208,31 @@ int ts_sb_lookup(struct ts_backend *b, const char *id, struct ts_sb **ret, struc
 
 int ts_sb_kill(struct ts_backend *b, const char *id, struct ts_error *err)
 {
-	return b->ops->sb_kill(b, id, err);
+	struct ts_sb *sb = NULL;
+	int r = ts_sb_lookup(b, id, &sb, err);
+
+	/* E2B's kill: gone, with what was made for it */
+	if (r == 0)
+		r = ts_sb_remove(sb, TS_SB_REMOVE_FORCE | TS_SB_REMOVE_PURGE, NULL, NULL, err);
+	ts_sb_close(sb);
+	return r;
+}
+
+int ts_sb_remove(struct ts_sb *sb, unsigned flags, ts_be_warn_fn warn, void *userdata,
+		 struct ts_error *err)
+{
+	return sb->ops->sb_remove(sb, flags, warn, userdata, err);
+}
+
+int ts_backend_reap(struct ts_backend *b, bool dry_run, bool (*stop_early)(void), ts_reap_fn fn,
+		    void *userdata, unsigned *failed, struct ts_error *err)
+{
+	*failed = 0;
+	if (!b->ops->reap)
+		return ts_err(err, -EOPNOTSUPP,
+			      "backend `%s` ends its sandboxes itself: there is nothing to reap",
+			      b->ops->name);
+	return b->ops->reap(b, dry_run, stop_early, fn, userdata, failed, err);
 }
 
 int ts_sb_list(struct ts_backend *b, const struct ts_sb_list_opts *o, struct ts_sb_info **ret,
@@ -220,7 +249,10 @@ void ts_sb_info_clear(struct ts_sb_info *i)
 	for (size_t k = 0; k < i->n_metadata; k++)
 		free(i->metadata[k]);
 	free(i->metadata);
+	free(i->workspace);
+	free(i->details);
 	i->metadata = NULL;
+	i->workspace = i->details = NULL;
 	i->n_metadata = 0;
 }
 

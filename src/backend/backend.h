@@ -81,6 +81,9 @@ static inline void ts_backend_freep(struct ts_backend **b)
 	ts_backend_free(*b);
 }
 const char *ts_backend_name(const struct ts_backend *b);
+/* A note on the backend's own state for the user (local: a state database that was
+ * repaired), or "". */
+const char *ts_backend_warning(struct ts_backend *b);
 
 /* --- sandboxes ----------------------------------------------------------------------- */
 
@@ -123,6 +126,8 @@ struct ts_sb_info {
 	size_t n_metadata;
 	pid_t init_pid; /* local */
 	uint64_t idle_ms, attached;
+	char *workspace; /* local: the host directory bound at /home/user */
+	char *details;	 /* local: every field of the record, as a JSON object (text) */
 };
 void ts_sb_info_clear(struct ts_sb_info *i);
 
@@ -131,7 +136,8 @@ struct ts_sb_list_opts {
 	size_t n_metadata;
 	bool running, stopped, paused; /* none set: all */
 	unsigned limit;		       /* 0: no limit */
-	const char *next_token;	       /* from the previous page */
+	bool live;		/* local: ask each running init its idle time (one HELLO each) */
+	const char *next_token; /* from the previous page */
 };
 
 int ts_sb_create(struct ts_backend *b, const struct ts_sb_create_opts *o, struct ts_sb **ret,
@@ -152,6 +158,42 @@ const char *ts_sb_id(const struct ts_sb *sb);
 int ts_sb_info(struct ts_sb *sb, struct ts_sb_info *ret, struct ts_error *err);
 /* The longest timeout a sandbox may be given (ten years): deadlines stay far from overflow. */
 #define TS_SB_TIMEOUT_MAX_MS (10LL * 366 * 86400 * 1000)
+
+/* Told what a removal kept or could not remove (callers print it, the backend never). */
+typedef void (*ts_be_warn_fn)(void *userdata, const char *msg);
+
+#define TS_SB_REMOVE_FORCE (1U << 0) /* stop a running sandbox first (else -EBUSY) */
+#define TS_SB_REMOVE_PURGE (1U << 1) /* local: also its upper layer and own workspace */
+/*
+ * Remove the sandbox (E2B: kill): its record and the runtime files made for it; never a
+ * workspace the user gave. The handle must still be closed. -EBUSY when it runs and
+ * TS_SB_REMOVE_FORCE is not given; warn (may be NULL) hears what was kept.
+ */
+int ts_sb_remove(struct ts_sb *sb, unsigned flags, ts_be_warn_fn warn, void *userdata,
+		 struct ts_error *err);
+
+/* What `reap` did, or would do, to one sandbox. */
+struct ts_reap_action {
+	const char *id, *name;	    /* name "" when none */
+	const char *reason;	    /* "idle", "absolute", "owner" */
+	const char *detail;	    /* "idle 31m > ttl 30m" */
+	long long ttl_ms;	    /* its timeout */
+	long long amount_ms;	    /* the idle time or the age past it */
+	pid_t owner_pid;	    /* "owner": the process that is gone */
+	bool stopped;		    /* done (not with dry_run) */
+	const struct ts_error *err; /* why it could not be stopped, or NULL */
+};
+typedef void (*ts_reap_fn)(void *userdata, const struct ts_reap_action *a);
+
+/*
+ * Local only (E2B ends sandboxes itself, -EOPNOTSUPP): stop every sandbox idle past its
+ * timeout, past an absolute one, or whose owner process is gone, and remove what a killed
+ * one-shot run left behind. Never deletes a record or a workspace. fn hears each action;
+ * with dry_run nothing is stopped. *failed counts the stops that failed; stop_early is
+ * polled between sandboxes (may be NULL). 0, or -errno when the records cannot be read.
+ */
+int ts_backend_reap(struct ts_backend *b, bool dry_run, bool (*stop_early)(void), ts_reap_fn fn,
+		    void *userdata, unsigned *failed, struct ts_error *err);
 
 /* The new deadline is now + ms (shorter or longer); 0: none; -EINVAL past the maximum. */
 int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err);

@@ -20,6 +20,10 @@
 
 struct local_cmd {
 	struct ts_ctl_client *c;
+	struct local *l; /* for the connection when the stream is done (the backend outlives
+			  * its handles) */
+	char id[64];	 /* the sandbox's */
+	bool ended;	 /* EXITED seen: the connection is attached to nothing any more */
 	uint64_t proc;
 	uint32_t req; /* the SPAWN or ATTACH: OUTPUT and EXITED carry its id */
 	bool start_pending;
@@ -114,6 +118,32 @@ static int get_ids(const struct ts_ctl_msg *m, uint64_t *proc, pid_t *pid, struc
 	return 0;
 }
 
+/*
+ * m (its id set here) on a process connection of sb, waiting for reply_type: the spare if
+ * there is one, a new connection when the spare turns out to be gone. *conn is the
+ * connection used (the caller's to keep or give back), also on error (NULL when none).
+ */
+static int proc_request(struct ts_sb *sb, struct ts_ctl_msg *m, uint16_t reply_type,
+			struct ts_ctl_msg *reply, struct ts_ctl_client **conn, struct ts_error *err)
+{
+	bool reused;
+	int r = ts_local_proc_conn(sb, conn, &reused, err);
+
+	if (r < 0)
+		return r;
+	r = ts_ctl_client_call(*conn, m, reply_type, reply, err);
+	if (r < 0 && reused && ts_local_conn_gone(r)) {
+		/* the spare's init is gone: once more on a new connection, which says why */
+		ts_ctl_client_free(*conn);
+		*conn = NULL;
+		ts_err_clear(err);
+		r = ts_local_connect(sb, conn, err);
+		if (r == 0)
+			r = ts_ctl_client_call(*conn, m, reply_type, reply, err);
+	}
+	return r;
+}
+
 int ts_local_cmd_start(struct ts_sb *sb, const struct ts_cmd_opts *o, struct ts_cmd *c, pid_t *pid,
 		       uint64_t *proc, struct ts_error *err)
 {
@@ -123,18 +153,25 @@ int ts_local_cmd_start(struct ts_sb *sb, const struct ts_cmd_opts *o, struct ts_
 
 	if (!l)
 		return ts_err(err, -ENOMEM, "out of memory");
+	l->l = ((struct local_sb *)sb->impl)->l;
+	snprintf(l->id, sizeof(l->id), "%s", ts_sb_id(sb));
 	r = build_spawn(&m, o, err);
 	if (r == 0)
-		r = ts_local_connect(sb, &l->c, err);
-	if (r == 0)
-		r = ts_ctl_client_call(l->c, &m, TS_CTL_SPAWNED, &reply, err);
+		r = proc_request(sb, &m, TS_CTL_SPAWNED, &reply, &l->c, err);
 	ts_ctl_msg_free(&m);
 	if (r == 0)
 		r = get_ids(&reply, &l->proc, pid, err);
 	ts_ctl_msg_free(&reply);
 	if (r < 0) {
-		ts_ctl_client_free(l->c);
+		/* a refusal (no such program, cwd) leaves the connection as good as it was */
+		ts_local_proc_conn_done(l->l, l->id, l->c, r != -EPROTO);
 		return r;
+	}
+	if (o->detach) {
+		/* nothing is attached to a background process's connection */
+		ts_local_proc_conn_done(l->l, l->id, TAKE_PTR(l->c), true);
+		*proc = l->proc;
+		return 0;
 	}
 	*proc = l->proc;
 	l->req = m.id;
@@ -153,18 +190,18 @@ int ts_local_cmd_connect(struct ts_sb *sb, const struct ts_proc_sel *p, struct t
 
 	if (!l)
 		return ts_err(err, -ENOMEM, "out of memory");
+	l->l = ((struct local_sb *)sb->impl)->l;
+	snprintf(l->id, sizeof(l->id), "%s", ts_sb_id(sb));
 	ts_ctl_msg_init(&m, TS_CTL_ATTACH, 0);
 	r = put_sel(&m, p);
 	if (r == 0)
-		r = ts_local_connect(sb, &l->c, err);
-	if (r == 0)
-		r = ts_ctl_client_call(l->c, &m, TS_CTL_ATTACHED, &reply, err);
+		r = proc_request(sb, &m, TS_CTL_ATTACHED, &reply, &l->c, err);
 	ts_ctl_msg_free(&m);
 	if (r == 0)
 		r = get_ids(&reply, &l->proc, &got, err);
 	ts_ctl_msg_free(&reply);
 	if (r < 0) {
-		ts_ctl_client_free(l->c);
+		ts_local_proc_conn_done(l->l, l->id, l->c, r != -EPROTO);
 		return r;
 	}
 	c->pid = got;
@@ -264,6 +301,7 @@ int ts_local_cmd_step(struct ts_cmd *c, struct ts_cmd_event *ev, struct ts_error
 			}
 			ts_ctl_get_u64(&m, TS_T_TIMED_OUT, &timed_out);
 			ts_ctl_msg_free(&m);
+			l->ended = true;
 			ev->type = TS_CMD_EV_END;
 			ev->pid = c->pid;
 			ev->timed_out = timed_out == 1;
@@ -286,8 +324,9 @@ void ts_local_cmd_close(struct ts_cmd *c)
 	if (!l)
 		return;
 	ts_ctl_msg_free(&l->cur);
-	/* closing the connection detaches it; the process runs on */
-	ts_ctl_client_free(l->c);
+	/* Closing the connection detaches it, and the process runs on. After its end the
+	 * connection is attached to nothing: the next request may use it. */
+	ts_local_proc_conn_done(l->l, l->id, l->c, l->ended && l->n_inputs == 0);
 	free(l);
 }
 
@@ -356,12 +395,10 @@ static int proc_call(struct ts_sb *sb, uint16_t type, const struct ts_proc_sel *
 		     int (*fill)(struct ts_ctl_msg *m, const void *arg), const void *arg,
 		     struct ts_error *err)
 {
-	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
+	struct ts_ctl_client *c = NULL;
 	struct ts_ctl_msg m = { 0 }, reply = { 0 };
-	int r = ts_local_connect(sb, &c, err);
+	int r;
 
-	if (r < 0)
-		return r;
 	ts_ctl_msg_init(&m, type, 0);
 	r = put_sel(&m, p);
 	if (r == 0 && fill)
@@ -370,9 +407,11 @@ static int proc_call(struct ts_sb *sb, uint16_t type, const struct ts_proc_sel *
 		ts_ctl_msg_free(&m);
 		return ts_err(err, r, "request too large");
 	}
-	r = ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+	r = proc_request(sb, &m, TS_CTL_OK, &reply, &c, err);
 	ts_ctl_msg_free(&m);
 	ts_ctl_msg_free(&reply);
+	ts_local_proc_conn_done(((struct local_sb *)sb->impl)->l, ts_sb_id(sb), c,
+				r == 0 || (r != -EPROTO && !ts_local_conn_gone(r)));
 	return r;
 }
 

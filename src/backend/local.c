@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "sandbox.h"
+#include "sbstatus.h"
 #include "util.h"
 
 #define TS_LOCAL_STOP_GRACE_MS 2000
@@ -49,12 +50,79 @@ int ts_local_connect(struct ts_sb *sb, struct ts_ctl_client **ret, struct ts_err
 	return ts_ctl_client_connect(s->rec.dir, s->rec.id, TS_CTL_REPLY_MS, ret, err);
 }
 
+int ts_local_proc_conn(struct ts_sb *sb, struct ts_ctl_client **ret, bool *reused,
+		       struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+
+	for (size_t i = 0; i < TS_LOCAL_SPARES; i++) {
+		struct local_spare *sp = &s->l->spares[i];
+
+		if (sp->c && !strcmp(sp->id, s->rec.id)) {
+			*ret = TAKE_PTR(sp->c);
+			*reused = true;
+			return 0;
+		}
+	}
+	*reused = false;
+	return ts_local_connect(sb, ret, err);
+}
+
+void ts_local_proc_conn_done(struct local *l, const char *id, struct ts_ctl_client *c, bool idle)
+{
+	struct local_spare *free_slot = NULL;
+
+	if (!c)
+		return;
+	if (idle && ts_ctl_client_idle(c))
+		for (size_t i = 0; i < TS_LOCAL_SPARES; i++) {
+			struct local_spare *sp = &l->spares[i];
+
+			if (sp->c && !strcmp(sp->id, id)) {
+				free_slot = NULL; /* one spare per sandbox */
+				break;
+			}
+			if (!sp->c && !free_slot)
+				free_slot = sp;
+		}
+	if (!free_slot) {
+		ts_ctl_client_free(c);
+		return;
+	}
+	snprintf(free_slot->id, sizeof(free_slot->id), "%s", id);
+	free_slot->c = c;
+}
+
+void ts_local_forget(struct local *l, const char *id)
+{
+	for (size_t i = 0; i < TS_LOCAL_SPARES; i++)
+		if (l->spares[i].c && !strcmp(l->spares[i].id, id)) {
+			ts_ctl_client_free(l->spares[i].c);
+			l->spares[i].c = NULL;
+		}
+}
+
+bool ts_local_conn_gone(int r)
+{
+	return r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN;
+}
+
+static const char *local_warning(struct ts_backend *b)
+{
+	struct local *l = b->impl;
+
+	return l->st ? ts_store_warning(l->st) : "";
+}
+
 static void local_free(struct ts_backend *b)
 {
 	struct local *l = b->impl;
 
-	if (l)
+	if (l) {
+		for (size_t i = 0; i < TS_LOCAL_SPARES; i++)
+			ts_ctl_client_free(l->spares[i].c);
 		ts_store_close(l->st);
+	}
 	free(l);
 }
 
@@ -178,8 +246,7 @@ static int local_connect(struct ts_backend *b, const char *id, long long timeout
 
 	if (!s)
 		return ts_err(err, -ENOMEM, "out of memory");
-	if (!ts_store_ref_valid(id))
-		return ts_err(err, -ENOENT, "no sandbox `%.64s`", id);
+	/* a malformed reference is the store's to refuse, with a message that says so */
 	r = ts_local_store(l, &st, err);
 	if (r < 0)
 		return r;
@@ -209,33 +276,31 @@ static int local_connect(struct ts_backend *b, const char *id, long long timeout
 	return 0;
 }
 
-static int local_kill(struct ts_backend *b, const char *id, struct ts_error *err)
+static int local_remove(struct ts_sb *sb, unsigned flags, ts_be_warn_fn warn, void *userdata,
+			struct ts_error *err)
 {
-	struct local *l = b->impl;
-	struct ts_sandbox_rec rec;
+	struct local_sb *s = sb->impl;
 	struct ts_store *st;
-	int r;
+	int r = ts_local_store(s->l, &st, err);
 
-	if (!ts_store_ref_valid(id))
-		return ts_err(err, -ENOENT, "no sandbox `%.64s`", id);
-	r = ts_local_store(l, &st, err);
 	if (r < 0)
 		return r;
-	r = ts_store_get(st, id, &rec, err);
-	if (r < 0)
-		return r;
-	/* E2B's kill: gone, with what was made for it (never a workspace given by the user) */
-	r = ts_sandbox_stop(st, &rec, TS_LOCAL_STOP_GRACE_MS, err);
+	ts_local_forget(s->l, s->rec.id);
+	if (!(flags & TS_SB_REMOVE_FORCE) && ts_sandbox_running(&s->rec))
+		return ts_err(err, -EBUSY, "sandbox `%s` is running: stop it first", s->rec.id);
+	/* also when it looks stopped: stop ends an init that runs unrecorded */
+	r = ts_sandbox_stop(st, &s->rec, TS_LOCAL_STOP_GRACE_MS, err);
 	if (r == 0)
-		r = ts_sandbox_remove(st, &l->paths, &rec, true, NULL, NULL, err);
-	ts_sandbox_rec_free(&rec);
+		r = ts_sandbox_remove(st, &s->l->paths, &s->rec, flags & TS_SB_REMOVE_PURGE, warn,
+				      userdata, err);
 	return r;
 }
 
 static void info_from_rec(struct ts_sandbox_rec *rec, bool query, struct ts_sb_info *i)
 {
-	json_t *labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL), *spec;
+	json_t *labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL), *spec, *j;
 	long long now = ts_store_now_ms();
+	struct ts_sb_live live;
 	const char *key;
 	json_t *val;
 
@@ -246,29 +311,21 @@ static void info_from_rec(struct ts_sandbox_rec *rec, bool query, struct ts_sb_i
 	snprintf(i->template_id, sizeof(i->template_id), "%s",
 		 json_string_value(json_object_get(spec, "image")) ?: "base");
 	json_decref(spec);
-	i->state = ts_sandbox_running(rec) ? TS_SB_RUNNING : TS_SB_STOPPED;
+	ts_sb_probe(rec, query, &live);
+	i->state = live.running ? TS_SB_RUNNING : TS_SB_STOPPED;
 	i->created_ms = rec->created_ms;
 	i->started_ms = rec->started_ms;
 	i->last_activity_ms = rec->last_activity_ms;
 	i->timeout_ms = rec->ttl_ms;
 	i->timeout_absolute = rec->ttl_absolute;
-	i->init_pid = rec->init_pid;
-	if (i->state == TS_SB_RUNNING && query) {
-		struct ts_ctl_client *c = NULL;
-		struct ts_error ignore;
-
-		if (ts_ctl_client_connect(rec->dir, rec->id, 10000, &c, &ignore) == 0) {
-			i->idle_ms = c->idle_ms;
-			i->attached = c->attached;
-			/* init saw activity the record did not: the later one counts */
-			if (!c->attached && now - (long long)c->idle_ms > rec->last_activity_ms)
-				rec->last_activity_ms = now - (long long)c->idle_ms;
-			if (c->attached)
-				rec->last_activity_ms = now;
-			ts_ctl_client_free(c);
-		}
-	}
-	i->end_at_ms = end_at(rec, now);
+	i->init_pid = live.running ? rec->init_pid : 0;
+	i->idle_ms = live.running ? (uint64_t)ts_sb_idle_ms(rec, &live, now) : 0;
+	i->attached = live.attached;
+	i->end_at_ms = live.running ? ts_sb_expires_ms(rec, &live, now) : end_at(rec, now);
+	i->workspace = strdup(rec->workspace);
+	j = ts_sb_rec_json(rec, &live, now);
+	i->details = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+	json_decref(j);
 	i->metadata = calloc(json_object_size(labels) + 1, sizeof(char *));
 	json_object_foreach(labels, key, val)
 		if (i->metadata && json_is_string(val) &&
@@ -280,16 +337,15 @@ static void info_from_rec(struct ts_sandbox_rec *rec, bool query, struct ts_sb_i
 
 static bool labels_match(const char *labels, const struct ts_kv *m, size_t n)
 {
-	json_t *j = json_loads(labels ? labels : "{}", 0, NULL);
-	bool ok = j != NULL;
+	const char *keys[64], *values[64];
 
-	for (size_t i = 0; ok && i < n; i++) {
-		const char *v = json_string_value(json_object_get(j, m[i].key));
-
-		ok = v && !strcmp(v, m[i].value ? m[i].value : "");
+	if (n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = m[i].key;
+		values[i] = m[i].value;
 	}
-	json_decref(j);
-	return ok;
+	return ts_sb_labels_match(labels, keys, values, n);
 }
 
 static int newest_first(const void *a, const void *b)
@@ -349,7 +405,7 @@ static int local_list(struct ts_backend *b, const struct ts_sb_list_opts *o,
 				*next_token = NULL;
 			break;
 		}
-		info_from_rec(rec, false, &out[count++]);
+		info_from_rec(rec, o->live, &out[count++]);
 	}
 	ts_sandbox_recs_free(recs, total);
 	*ret = out;
@@ -383,6 +439,7 @@ static int local_start(struct ts_sb *sb, struct ts_error *err)
 	struct ts_store *st;
 	int r = ts_local_store(s->l, &st, err);
 
+	ts_local_forget(s->l, s->rec.id);
 	return r < 0 ? r : ts_sandbox_start(st, &s->rec, err);
 }
 
@@ -392,6 +449,7 @@ static int local_stop(struct ts_sb *sb, struct ts_error *err)
 	struct ts_store *st;
 	int r = ts_local_store(s->l, &st, err);
 
+	ts_local_forget(s->l, s->rec.id);
 	return r < 0 ? r : ts_sandbox_stop(st, &s->rec, TS_LOCAL_STOP_GRACE_MS, err);
 }
 
@@ -449,7 +507,9 @@ const struct ts_backend_ops ts_local_ops = {
 	.free = local_free,
 	.sb_create = local_create,
 	.sb_connect = local_connect,
-	.sb_kill = local_kill,
+	.warning = local_warning,
+	.sb_remove = local_remove,
+	.reap = ts_local_reap,
 	.sb_list = local_list,
 	.sb_info = local_info,
 	.sb_set_timeout = local_set_timeout,

@@ -12,9 +12,20 @@
 #include "paths.h"
 #include "store.h"
 
+/*
+ * A control connection kept after a process request that left it idle, for the next one
+ * to the same sandbox: a connect and HELLO (and the liveness check) saved per request.
+ */
+#define TS_LOCAL_SPARES 8
+struct local_spare {
+	char id[64];
+	struct ts_ctl_client *c;
+};
+
 struct local {
 	struct ts_paths paths;
 	struct ts_store *st; /* opened on first use */
+	struct local_spare spares[TS_LOCAL_SPARES];
 };
 
 struct local_sb {
@@ -28,10 +39,29 @@ int ts_local_store(struct local *l, struct ts_store **ret, struct ts_error *err)
 /* A new control connection to the sandbox's init (HELLO done). */
 int ts_local_connect(struct ts_sb *sb, struct ts_ctl_client **ret, struct ts_error *err);
 
+/*
+ * A connection for process requests (not files: a file connection becomes its worker's):
+ * the sandbox's spare when there is one (*reused), else a new one. A request that fails
+ * on a reused connection because it is gone (init restarted) is retried on a new one.
+ */
+int ts_local_proc_conn(struct ts_sb *sb, struct ts_ctl_client **ret, bool *reused,
+		       struct ts_error *err);
+/* Done with it: kept as the spare of sandbox id when idle (nothing queued either way,
+ * nothing attached), else closed. */
+void ts_local_proc_conn_done(struct local *l, const char *id, struct ts_ctl_client *c, bool idle);
+/* The sandbox's init changes (stop, start, remove): its spare goes. */
+void ts_local_forget(struct local *l, const char *id);
+/* Is a request's failure one of a connection that is gone (retry on a new one)? */
+bool ts_local_conn_gone(int r);
+
 /* The uid inside for a user name (NULL: the sandbox's default, -1). -EINVAL if unknown. */
 int ts_local_uid(const char *user, long *ret, struct ts_error *err);
 
 extern const struct ts_backend_ops ts_local_ops;
+
+/* local-reap.c */
+int ts_local_reap(struct ts_backend *b, bool dry_run, bool (*stop_early)(void), ts_reap_fn fn,
+		  void *userdata, unsigned *failed, struct ts_error *err);
 
 /* local-cmd.c and local-files.c fill these parts of ts_local_ops. */
 int ts_local_cmd_start(struct ts_sb *sb, const struct ts_cmd_opts *o, struct ts_cmd *c, pid_t *pid,

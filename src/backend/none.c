@@ -41,11 +41,6 @@ static int none_connect(struct ts_backend *b, const char *id, long long timeout_
 	return refuse(of(b), err);
 }
 
-static int none_kill(struct ts_backend *b, const char *id, struct ts_error *err)
-{
-	return refuse(of(b), err);
-}
-
 static int none_list(struct ts_backend *b, const struct ts_sb_list_opts *o, struct ts_sb_info **ret,
 		     size_t *n, char **next_token, struct ts_error *err)
 {
@@ -58,7 +53,6 @@ static const struct ts_backend_ops none_ops = {
 	.free = none_free,
 	.sb_create = none_create,
 	.sb_connect = none_connect,
-	.sb_kill = none_kill,
 	.sb_list = none_list,
 };
 

@@ -33,27 +33,6 @@ bool ts_cli_label_ok(const char *cmd, const char *kv)
 	return false;
 }
 
-int ts_cli_lookup(const char *cmd, const char *ref, struct ts_store **st,
-		  struct ts_sandbox_rec *rec)
-{
-	struct ts_paths paths;
-	struct ts_error err = { 0 };
-	int r;
-
-	*st = NULL;
-	r = ts_paths_init(&paths, &err);
-	if (r >= 0)
-		r = ts_store_open(st, paths.root, &err);
-	if (r >= 0)
-		r = ts_store_get(*st, ref, rec, &err);
-	if (r < 0) {
-		ts_cli_error(cmd, &err);
-		ts_store_close(*st);
-		*st = NULL;
-	}
-	return r;
-}
-
 int ts_cli_backend(const char *cmd, struct ts_backend **ret)
 {
 	struct ts_error err = { 0 };
@@ -94,8 +73,9 @@ int ts_cli_parse_signal(const char *s, int *ret)
 }
 
 int ts_cli_each(int argc, char **argv, const char *cmd,
-		int (*fn)(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err))
+		int (*fn)(struct ts_sb *sb, struct ts_error *err))
 {
+	_cleanup_(ts_backend_freep) struct ts_backend *b = NULL;
 	int failed = 0;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -103,21 +83,27 @@ int ts_cli_each(int argc, char **argv, const char *cmd,
 			"usage: toren-sandbox %s ID...\n\n  -h, --help  show this help\n", cmd);
 		return argc < 2 ? 2 : 0;
 	}
+	if (ts_cli_backend(cmd, &b) < 0)
+		return 1;
 	for (int i = 1; i < argc; i++) {
-		struct ts_store *st;
-		struct ts_sandbox_rec rec;
+		struct ts_sb *sb = NULL;
 		struct ts_error err = { 0 };
 
-		if (ts_cli_lookup(cmd, argv[i], &st, &rec) < 0) {
-			failed = 1;
-			continue;
-		}
-		if (fn(st, &rec, &err) < 0) {
+		if (ts_sb_lookup(b, argv[i], &sb, &err) < 0 || fn(sb, &err) < 0) {
 			ts_cli_error(cmd, &err);
 			failed = 1;
 		}
-		ts_sandbox_rec_free(&rec);
-		ts_store_close(st);
+		ts_sb_close(sb);
 	}
 	return failed;
+}
+
+int ts_cli_print_json(json_t *j, bool compact)
+{
+	size_t flags = compact ? JSON_COMPACT : JSON_INDENT(2);
+
+	if (json_dumpf(j, stdout, flags | JSON_PRESERVE_ORDER) < 0 || fputc('\n', stdout) == EOF ||
+	    fflush(stdout) == EOF)
+		return -EIO;
+	return 0;
 }

@@ -31,6 +31,7 @@
 #include "ctl.h"
 #include "extract.h"
 #include "files.h"
+#include "store.h"
 #include "util.h"
 
 static void usage(FILE *f)

@@ -7,10 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "commands.h"
 #include "policy.h"
-#include "sandbox.h"
 #include "store.h"
 #include "util.h"
 
@@ -72,10 +73,14 @@ int ts_subcmd_create(int argc, char **argv)
 						  { "verbose", no_argument, NULL, 'v' },
 						  { "help", no_argument, NULL, 'h' },
 						  {} };
-	struct ts_create_opts o = { .ttl_ms = -1 };
-	struct ts_sandbox_rec rec;
+	struct ts_sb_create_opts o = { .timeout_ms = -1 };
+	_cleanup_(ts_backend_freep) struct ts_backend *b = NULL;
+	_cleanup_(ts_sb_closep) struct ts_sb *sb = NULL;
+	struct ts_sb_info info;
 	struct ts_error err = { 0 };
-	char *env[MAX_LIST + 1] = { 0 }, *labels[MAX_LIST + 1] = { 0 };
+	/* the keys of env and labels, split from their values */
+	static char keys[2][MAX_LIST][256];
+	struct ts_kv env[MAX_LIST], labels[MAX_LIST];
 	size_t n_env = 0, n_labels = 0;
 	unsigned long long v;
 	bool verbose = false;
@@ -98,7 +103,7 @@ int ts_subcmd_create(int argc, char **argv)
 			o.workspace = optarg;
 			break;
 		case O_IMAGE:
-			o.image = optarg;
+			o.template_id = optarg;
 			break;
 		case O_POLICY:
 			o.policy_file = optarg;
@@ -113,7 +118,10 @@ int ts_subcmd_create(int argc, char **argv)
 				fprintf(stderr, "toren-sandbox create: bad --env `%s`\n", optarg);
 				return 2;
 			}
-			env[n_env++] = optarg;
+			/* NAME alone: the host's value, taken by the backend now */
+			snprintf(keys[0][n_env], sizeof(keys[0][0]), "%s", name);
+			env[n_env].key = keys[0][n_env];
+			env[n_env++].value = eq ? eq + 1 : NULL;
 			break;
 		}
 		case O_TTL:
@@ -127,10 +135,10 @@ int ts_subcmd_create(int argc, char **argv)
 					optarg, ts_policy_too_large(r));
 				return 2;
 			}
-			o.ttl_ms = (long long)v;
+			o.timeout_ms = (long long)v;
 			break;
 		case O_TTL_ABS:
-			o.ttl_absolute = true;
+			o.timeout_absolute = true;
 			break;
 		case O_LABEL:
 			if (n_labels >= MAX_LIST) {
@@ -140,7 +148,10 @@ int ts_subcmd_create(int argc, char **argv)
 			}
 			if (!ts_cli_label_ok("create", optarg))
 				return 2;
-			labels[n_labels++] = optarg;
+			snprintf(keys[1][n_labels], sizeof(keys[1][0]), "%.*s",
+				 (int)(strchr(optarg, '=') - optarg), optarg);
+			labels[n_labels].key = keys[1][n_labels];
+			labels[n_labels++].value = strchr(optarg, '=') + 1;
 			break;
 		case O_OWNER:
 			if (!strcmp(optarg, "parent"))
@@ -155,12 +166,11 @@ int ts_subcmd_create(int argc, char **argv)
 			}
 			break;
 		case O_USER:
-			if (!strcmp(optarg, "root"))
-				o.as_root = true;
-			else if (strcmp(optarg, "user") != 0) {
+			if (strcmp(optarg, "root") != 0 && strcmp(optarg, "user") != 0) {
 				fprintf(stderr, "toren-sandbox create: bad --user `%s`\n", optarg);
 				return 2;
 			}
+			o.user = optarg;
 			break;
 		case O_MEMORY:
 			if ((r = ts_policy_parse_memory(optarg, &o.memory_bytes)) < 0) {
@@ -201,16 +211,22 @@ int ts_subcmd_create(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	o.env = env;
-	o.labels = labels;
-	if (ts_sandbox_create(&o, &rec, &err) < 0) {
+	o.envs = env;
+	o.n_envs = n_env;
+	o.metadata = labels;
+	o.n_metadata = n_labels;
+	if (ts_cli_backend("create", &b) < 0)
+		return 1;
+	if (ts_sb_create(b, &o, &sb, &err) < 0) {
 		ts_cli_error("create", &err);
 		return 1;
 	}
-	if (verbose)
-		fprintf(stderr, "toren-sandbox: created %s%s%s in `%s`, init pid %d\n", rec.id,
-			rec.name[0] ? " named " : "", rec.name, rec.dir, (int)rec.init_pid);
-	printf("%s\n", rec.id);
-	ts_sandbox_rec_free(&rec);
+	if (verbose && ts_sb_info(sb, &info, &err) == 0) {
+		fprintf(stderr, "toren-sandbox: created %s%s%s around `%s`, init pid %d\n", info.id,
+			info.name[0] ? " named " : "", info.name,
+			info.workspace ? info.workspace : "?", (int)info.init_pid);
+		ts_sb_info_clear(&info);
+	}
+	printf("%s\n", ts_sb_id(sb));
 	return 0;
 }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* toren-sandbox inspect ID: one sandbox as JSON (state, times, timeout, spec, paths). */
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 
-#include "admin.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "commands.h"
-#include "sandbox.h"
 
 static void usage(FILE *f)
 {
@@ -21,9 +21,10 @@ static void usage(FILE *f)
 int ts_subcmd_inspect(int argc, char **argv)
 {
 	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, {} };
-	struct ts_store *st = NULL;
-	struct ts_sandbox_rec rec = { 0 };
-	struct ts_admin_live live;
+	_cleanup_(ts_backend_freep) struct ts_backend *b = NULL;
+	_cleanup_(ts_sb_closep) struct ts_sb *sb = NULL;
+	struct ts_error err = { 0 };
+	struct ts_sb_info info;
 	json_t *j;
 	int c, status;
 
@@ -42,13 +43,21 @@ int ts_subcmd_inspect(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (ts_cli_lookup("inspect", argv[optind], &st, &rec) < 0)
+	if (ts_cli_backend("inspect", &b) < 0)
 		return 1;
-	ts_admin_probe(&rec, true, &live);
-	j = ts_admin_rec_json(&rec, &live, ts_store_now_ms());
-	status = j && ts_admin_print_json(j, false) == 0 ? 0 : 1;
+	if (ts_sb_lookup(b, argv[optind], &sb, &err) < 0 || ts_sb_info(sb, &info, &err) < 0) {
+		ts_cli_error("inspect", &err);
+		return 1;
+	}
+	j = info.details ? json_loads(info.details, 0, NULL) : NULL;
+	if (!j) {
+		fprintf(stderr, "toren-sandbox inspect: backend `%s` gives no details\n",
+			ts_backend_name(b));
+		ts_sb_info_clear(&info);
+		return 1;
+	}
+	status = ts_cli_print_json(j, false) == 0 ? 0 : 1;
 	json_decref(j);
-	ts_sandbox_rec_free(&rec);
-	ts_store_close(st);
+	ts_sb_info_clear(&info);
 	return status;
 }

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* toren-sandbox ls [--json] [--label KEY=VALUE]...: every durable sandbox, state checked
- * live. */
+/* toren-sandbox ls [--json] [--label KEY=VALUE]...: every sandbox, state checked live. */
+#include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "commands.h"
-#include "sandbox.h"
+#include "sbstatus.h"
+#include "store.h"
+#include "util.h"
 
 #define MAX_LABELS 64
 
@@ -35,72 +38,96 @@ static void usage(FILE *f)
 	      f);
 }
 
-/* A table cell: what a path or label holds is the user's, so control characters are
- * shown as `?` and never reach the terminal. */
+/* A table cell: what a path or label holds is the user's, made safe for a terminal. */
 static char *cell(const char *s)
 {
-	char *c = strdup(s);
+	char *c = strdup(s ? s : "-");
 
-	for (char *p = c; p && *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
+	if (c)
+		ts_sanitize_text(c);
 	return c;
 }
 
-static char *labels_cell(const char *labels)
+static char *labels_cell(const struct ts_sb_info *i)
 {
-	json_t *j = json_loads(labels ? labels : "{}", 0, NULL), *v;
-	const char *k;
 	char *out = NULL, *c;
 	size_t len = 0;
-	bool first = true;
 	FILE *f = open_memstream(&out, &len);
 
-	if (!f) {
-		json_decref(j);
+	if (!f)
 		return NULL;
-	}
-	json_object_foreach(j, k, v) {
-		fprintf(f, "%s%s=%s", first ? "" : ",", k, json_string_value(v));
-		first = false;
-	}
+	for (size_t k = 0; k < i->n_metadata; k++)
+		fprintf(f, "%s%s", k ? "," : "", i->metadata[k]);
 	fclose(f);
-	json_decref(j);
-	if (!out || !out[0]) {
-		free(out);
-		return strdup("-");
-	}
-	c = cell(out);
+	c = cell(out && out[0] ? out : "-");
 	free(out);
 	return c;
 }
 
-static void row_cells(const struct ts_sandbox_rec *rec, const struct ts_admin_live *live,
-		      long long now, char *cells[N_COLS])
+static void row_cells(const struct ts_sb_info *i, long long now, char *cells[N_COLS])
 {
 	char buf[64], ttl[64];
+	bool running = i->state == TS_SB_RUNNING;
 
-	cells[COL_ID] = strdup(rec->id);
-	cells[COL_NAME] = strdup(rec->name[0] ? rec->name : "-");
-	cells[COL_STATE] = strdup(live->running ? "running" : "stopped");
-	ts_admin_fmt_duration(buf, sizeof(buf), now - rec->created_ms);
+	cells[COL_ID] = strdup(i->id);
+	cells[COL_NAME] = cell(i->name[0] ? i->name : "-");
+	cells[COL_STATE] = strdup(running ? "running" : "stopped");
+	ts_fmt_duration(buf, sizeof(buf), now - i->created_ms);
 	strcat(buf, " ago");
 	cells[COL_CREATED] = strdup(buf);
-	if (live->running)
-		ts_admin_fmt_duration(buf, sizeof(buf), ts_admin_idle_ms(rec, live, now));
+	if (running)
+		ts_fmt_duration(buf, sizeof(buf), (long long)i->idle_ms);
 	else
 		snprintf(buf, sizeof(buf), "-");
 	cells[COL_IDLE] = strdup(buf);
-	if (rec->ttl_ms > 0) {
-		ts_admin_fmt_duration(ttl, sizeof(ttl), rec->ttl_ms);
-		if (rec->ttl_absolute)
+	if (i->timeout_ms > 0) {
+		ts_fmt_duration(ttl, sizeof(ttl), i->timeout_ms);
+		if (i->timeout_absolute)
 			strcat(ttl, " abs");
 	} else {
 		snprintf(ttl, sizeof(ttl), "none");
 	}
 	cells[COL_TTL] = strdup(ttl);
-	cells[COL_WS] = cell(rec->workspace);
-	cells[COL_LABELS] = labels_cell(rec->labels);
+	cells[COL_WS] = cell(i->workspace);
+	cells[COL_LABELS] = labels_cell(i);
+}
+
+/* Every page of the listing. */
+static int list_all(struct ts_backend *b, const struct ts_sb_list_opts *base,
+		    struct ts_sb_info **ret, size_t *n, struct ts_error *err)
+{
+	struct ts_sb_list_opts o = *base;
+	char *token = NULL;
+
+	*ret = NULL;
+	*n = 0;
+	for (;;) {
+		struct ts_sb_info *page, *all;
+		size_t np;
+		char *next = NULL;
+		int r;
+
+		o.next_token = token;
+		r = ts_sb_list(b, &o, &page, &np, &next, err);
+		free(token);
+		token = next;
+		if (r < 0) {
+			free(token);
+			return r;
+		}
+		all = realloc(*ret, (*n + np + 1) * sizeof(*all));
+		if (!all) {
+			ts_sb_infos_free(page, np);
+			free(token);
+			return ts_err(err, -ENOMEM, "out of memory");
+		}
+		memcpy(all + *n, page, np * sizeof(*all));
+		free(page);
+		*ret = all;
+		*n += np;
+		if (!token)
+			return 0;
+	}
 }
 
 int ts_subcmd_ls(int argc, char **argv)
@@ -115,17 +142,18 @@ int ts_subcmd_ls(int argc, char **argv)
 						  {} };
 	static const char *const heads[N_COLS] = { "ID",   "NAME", "STATE",	"CREATED",
 						   "IDLE", "TTL",  "WORKSPACE", "LABELS" };
-	struct ts_paths paths;
-	struct ts_store *st = NULL;
-	struct ts_sandbox_rec *recs = NULL;
+	_cleanup_(ts_backend_freep) struct ts_backend *b = NULL;
+	struct ts_sb_info *infos = NULL;
 	struct ts_error err = { 0 };
-	char *filters[MAX_LABELS];
+	static char keys[MAX_LABELS][128];
+	struct ts_kv filters[MAX_LABELS];
+	struct ts_sb_list_opts o = { .live = true };
 	char *(*cells)[N_COLS] = NULL;
-	size_t n_filters = 0, n = 0, n_shown = 0, width[N_COLS];
+	size_t n = 0, width[N_COLS];
 	bool json = false;
 	long long now;
 	json_t *arr = NULL;
-	int c, r, status = 1;
+	int c, status = 1;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -136,12 +164,15 @@ int ts_subcmd_ls(int argc, char **argv)
 		case O_LABEL:
 			if (!ts_cli_label_ok("ls", optarg))
 				return 2;
-			if (n_filters == MAX_LABELS) {
+			if (o.n_metadata == MAX_LABELS) {
 				fprintf(stderr, "toren-sandbox ls: at most %d --label\n",
 					MAX_LABELS);
 				return 2;
 			}
-			filters[n_filters++] = optarg;
+			snprintf(keys[o.n_metadata], sizeof(keys[0]), "%.*s",
+				 (int)(strchr(optarg, '=') - optarg), optarg);
+			filters[o.n_metadata].key = keys[o.n_metadata];
+			filters[o.n_metadata++].value = strchr(optarg, '=') + 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -155,16 +186,15 @@ int ts_subcmd_ls(int argc, char **argv)
 		fprintf(stderr, "toren-sandbox ls: unexpected argument `%s`\n", argv[optind]);
 		return 2;
 	}
-
-	if (ts_admin_open("ls", &paths, &st) < 0)
+	o.metadata = filters;
+	if (ts_cli_backend("ls", &b) < 0)
 		return 1;
-	r = ts_store_list(st, &recs, &n, &err);
-	if (r < 0) {
+	if (list_all(b, &o, &infos, &n, &err) < 0) {
 		ts_cli_error("ls", &err);
-		goto out;
+		return 1;
 	}
-	if (ts_store_warning(st)[0])
-		fprintf(stderr, "toren-sandbox ls: warning: %s\n", ts_store_warning(st));
+	if (ts_backend_warning(b)[0])
+		fprintf(stderr, "toren-sandbox ls: warning: %s\n", ts_backend_warning(b));
 
 	now = ts_store_now_ms();
 	if (json)
@@ -180,29 +210,27 @@ int ts_subcmd_ls(int argc, char **argv)
 			cells[0][k] = strdup(heads[k]);
 		width[k] = strlen(heads[k]);
 	}
+	/* oldest first: the backend lists newest first */
 	for (size_t i = 0; i < n; i++) {
-		struct ts_admin_live live;
+		const struct ts_sb_info *in = &infos[n - 1 - i];
 
-		if (!ts_admin_labels_match(recs[i].labels, filters, n_filters))
-			continue;
-		ts_admin_probe(&recs[i], true, &live);
-		now = ts_store_now_ms();
 		if (json) {
-			json_array_append_new(arr, ts_admin_rec_json(&recs[i], &live, now));
+			json_t *j = in->details ? json_loads(in->details, 0, NULL) : NULL;
+
+			json_array_append_new(arr, j ? j : json_object());
 			continue;
 		}
-		n_shown++;
-		row_cells(&recs[i], &live, now, cells[n_shown]);
+		row_cells(in, now, cells[i + 1]);
 	}
 	if (json) {
-		status = ts_admin_print_json(arr, false) < 0 ? 1 : 0;
+		status = ts_cli_print_json(arr, false) < 0 ? 1 : 0;
 		goto out;
 	}
-	for (size_t i = 0; i <= n_shown; i++)
+	for (size_t i = 0; i <= n; i++)
 		for (size_t k = 0; k < N_COLS; k++)
 			if (cells[i][k] && strlen(cells[i][k]) > width[k])
 				width[k] = strlen(cells[i][k]);
-	for (size_t i = 0; i <= n_shown; i++)
+	for (size_t i = 0; i <= n; i++)
 		for (size_t k = 0; k < N_COLS; k++) {
 			const char *s = cells[i][k] ? cells[i][k] : "?";
 
@@ -214,12 +242,11 @@ int ts_subcmd_ls(int argc, char **argv)
 	status = fflush(stdout) == EOF ? 1 : 0;
 out:
 	if (cells)
-		for (size_t i = 0; i <= n_shown; i++)
+		for (size_t i = 0; i <= n; i++)
 			for (size_t k = 0; k < N_COLS; k++)
 				free(cells[i][k]);
 	free(cells);
 	json_decref(arr);
-	ts_sandbox_recs_free(recs, n);
-	ts_store_close(st);
+	ts_sb_infos_free(infos, n);
 	return status;
 }

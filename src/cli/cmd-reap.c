@@ -9,14 +9,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "admin.h"
-#include "cli.h"
-#include "leftovers.h"
-#include "commands.h"
-#include "sandbox.h"
-#include "util.h"
+#include <jansson.h>
 
-#define REAP_GRACE_MS 2000
+#include "cleanup.h"
+#include "cli.h"
+#include "commands.h"
+#include "util.h"
 
 static volatile sig_atomic_t quit;
 
@@ -37,127 +35,73 @@ static void usage(FILE *f)
 	      f);
 }
 
-enum reason {
-	R_NONE,
-	R_IDLE,
-	R_ABSOLUTE,
-	R_OWNER
+static bool stop_early(void)
+{
+	return quit;
+}
+
+struct sweep {
+	bool dry_run;
+	json_t *actions; /* --json */
 };
 
-/* Why rec should stop now, with the numbers for the message. */
-static enum reason judge(struct ts_sandbox_rec *rec, long long now, long long *amount,
-			 struct ts_admin_live *live)
+static void on_action(void *userdata, const struct ts_reap_action *a)
 {
-	ts_admin_probe(rec, true, live);
-	if (!live->running)
-		return R_NONE;
-	if (rec->owner_pid > 0 && !ts_proc_alive(rec->owner_pid, rec->owner_start))
-		return R_OWNER;
-	if (rec->ttl_ms <= 0)
-		return R_NONE;
-	if (rec->ttl_absolute) {
-		*amount = now - rec->created_ms;
-		return *amount > rec->ttl_ms ? R_ABSOLUTE : R_NONE;
+	struct sweep *w = userdata;
+
+	if (w->actions) {
+		json_t *j = json_object();
+
+		json_object_set_new(j, "id", json_string(a->id));
+		json_object_set_new(j, "name", a->name[0] ? json_string(a->name) : json_null());
+		json_object_set_new(j, "action", json_string(w->dry_run ? "would-stop" : "stop"));
+		json_object_set_new(j, "reason", json_string(a->reason));
+		json_object_set_new(j, "detail", json_string(a->detail));
+		json_object_set_new(j, "ttl_ms", json_integer(a->ttl_ms));
+		if (!strcmp(a->reason, "idle"))
+			json_object_set_new(j, "idle_ms", json_integer(a->amount_ms));
+		if (!strcmp(a->reason, "absolute"))
+			json_object_set_new(j, "age_ms", json_integer(a->amount_ms));
+		if (!strcmp(a->reason, "owner"))
+			json_object_set_new(j, "owner_pid", json_integer(a->owner_pid));
+		json_object_set_new(j, "ok", json_boolean(w->dry_run || a->stopped));
+		if (a->err)
+			json_object_set_new(j, "error", json_string(a->err->msg));
+		json_array_append_new(w->actions, j);
+		return;
 	}
-	/* A client attached (an exec, a followed log) is activity, however long it lasts. */
-	if (live->queried && live->attached > 0)
-		return R_NONE;
-	*amount = ts_admin_idle_ms(rec, live, now);
-	return *amount > rec->ttl_ms ? R_IDLE : R_NONE;
+	if (a->err)
+		ts_cli_error("reap", a->err);
+	else if (w->dry_run)
+		printf("would stop %s (%s)\n", a->id, a->detail);
+	else
+		printf("stopped %s (%s)\n", a->id, a->detail);
+	fflush(stdout);
 }
 
-static void describe(char *buf, size_t len, const struct ts_sandbox_rec *rec, enum reason why,
-		     long long amount)
+/* One sweep over every sandbox. Returns the number of failures. */
+static int sweep(bool dry_run, bool json)
 {
-	char a[32], t[32];
-
-	ts_admin_fmt_duration(a, sizeof(a), amount);
-	ts_admin_fmt_duration(t, sizeof(t), rec->ttl_ms);
-	switch (why) {
-	case R_IDLE:
-		snprintf(buf, len, "idle %s > ttl %s", a, t);
-		break;
-	case R_ABSOLUTE:
-		snprintf(buf, len, "age %s > absolute ttl %s", a, t);
-		break;
-	case R_OWNER:
-		snprintf(buf, len, "owner pid %d exited", (int)rec->owner_pid);
-		break;
-	default:
-		buf[0] = '\0';
-	}
-}
-
-/* One sweep over every record. Returns the number of failures. */
-static int sweep(struct ts_store *st, bool dry_run, bool json)
-{
-	static const char *const reasons[] = { "", "idle", "absolute", "owner" };
-	struct ts_sandbox_rec *recs = NULL;
+	_cleanup_(ts_backend_freep) struct ts_backend *b = NULL;
+	struct sweep w = { .dry_run = dry_run, .actions = json ? json_array() : NULL };
 	struct ts_error err = { 0 };
-	json_t *actions = json ? json_array() : NULL;
-	size_t n = 0;
-	int failed = 0;
+	unsigned failed = 0;
 
-	if (ts_store_list(st, &recs, &n, &err) < 0) {
-		ts_cli_error("reap", &err);
-		json_decref(actions);
+	/* a backend per sweep: no file stays open between sweeps, and a replaced or
+	 * repaired state.db is picked up */
+	if (ts_cli_backend("reap", &b) < 0 ||
+	    ts_backend_reap(b, dry_run, stop_early, on_action, &w, &failed, &err) < 0) {
+		if (err.code)
+			ts_cli_error("reap", &err);
+		json_decref(w.actions);
 		return 1;
 	}
-	if (ts_store_warning(st)[0])
-		fprintf(stderr, "toren-sandbox reap: warning: %s\n", ts_store_warning(st));
-	for (size_t i = 0; i < n && !quit; i++) {
-		struct ts_admin_live live;
-		long long amount = 0, now = ts_store_now_ms();
-		enum reason why = judge(&recs[i], now, &amount, &live);
-		char text[128];
-		bool stopped = false;
-
-		if (why == R_NONE)
-			continue;
-		describe(text, sizeof(text), &recs[i], why, amount);
-		if (!dry_run) {
-			err = (struct ts_error){ 0 };
-			stopped = ts_sandbox_stop(st, &recs[i], REAP_GRACE_MS, &err) == 0;
-			if (!stopped) {
-				ts_cli_error("reap", &err);
-				failed++;
-			}
-		}
-		if (json) {
-			json_t *a = json_object();
-
-			json_object_set_new(a, "id", json_string(recs[i].id));
-			json_object_set_new(a, "name",
-					    recs[i].name[0] ? json_string(recs[i].name)
-							    : json_null());
-			json_object_set_new(a, "action",
-					    json_string(dry_run ? "would-stop" : "stop"));
-			json_object_set_new(a, "reason", json_string(reasons[why]));
-			json_object_set_new(a, "detail", json_string(text));
-			json_object_set_new(a, "ttl_ms", json_integer(recs[i].ttl_ms));
-			if (why == R_IDLE)
-				json_object_set_new(a, "idle_ms", json_integer(amount));
-			if (why == R_ABSOLUTE)
-				json_object_set_new(a, "age_ms", json_integer(amount));
-			if (why == R_OWNER)
-				json_object_set_new(a, "owner_pid",
-						    json_integer(recs[i].owner_pid));
-			json_object_set_new(a, "ok", json_boolean(dry_run || stopped));
-			if (!dry_run && !stopped)
-				json_object_set_new(a, "error", json_string(err.msg));
-			json_array_append_new(actions, a);
-		} else if (dry_run) {
-			printf("would stop %s (%s)\n", recs[i].id, text);
-		} else if (stopped) {
-			printf("stopped %s (%s)\n", recs[i].id, text);
-		}
-		fflush(stdout);
-	}
-	if (json && ts_admin_print_json(actions, true) < 0)
+	if (ts_backend_warning(b)[0])
+		fprintf(stderr, "toren-sandbox reap: warning: %s\n", ts_backend_warning(b));
+	if (json && ts_cli_print_json(w.actions, true) < 0)
 		failed++;
-	json_decref(actions);
-	ts_sandbox_recs_free(recs, n);
-	return failed;
+	json_decref(w.actions);
+	return (int)failed;
 }
 
 int ts_subcmd_reap(int argc, char **argv)
@@ -173,12 +117,10 @@ int ts_subcmd_reap(int argc, char **argv)
 						  { "help", no_argument, NULL, 'h' },
 						  {} };
 	struct sigaction sa = { .sa_handler = on_signal };
-	struct ts_paths paths;
-	struct ts_store *st = NULL;
 	unsigned long long loop_ms = 0;
 	sigset_t block, old;
 	bool dry_run = false, json = false;
-	int c, failed;
+	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -211,15 +153,8 @@ int ts_subcmd_reap(int argc, char **argv)
 		return 2;
 	}
 
-	if (!loop_ms) {
-		if (ts_admin_open("reap", &paths, &st) < 0)
-			return 1;
-		if (!dry_run)
-			ts_leftovers_sweep(paths.root);
-		failed = sweep(st, dry_run, json);
-		ts_store_close(st);
-		return failed ? 1 : 0;
-	}
+	if (!loop_ms)
+		return sweep(dry_run, json) ? 1 : 0;
 
 	/*
 	 * The loop ends on SIGTERM or SIGINT, between two sandboxes or while waiting, never
@@ -237,15 +172,7 @@ int ts_subcmd_reap(int argc, char **argv)
 	for (;;) {
 		unsigned long long next = ts_now_ms() + loop_ms;
 
-		/* A store per sweep: no file stays open between sweeps, and a replaced or
-		 * repaired state.db is picked up. */
-		if (ts_admin_open("reap", &paths, &st) == 0) {
-			if (!dry_run)
-				ts_leftovers_sweep(paths.root);
-			sweep(st, dry_run, json);
-			ts_store_close(st);
-			st = NULL;
-		}
+		sweep(dry_run, json);
 		sigprocmask(SIG_BLOCK, &block, &old);
 		while (!quit) {
 			unsigned long long now = ts_now_ms();

@@ -7,13 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "commands.h"
-#include "sandbox.h"
-
-#define RM_GRACE_MS 2000
 
 static void usage(FILE *f)
 {
@@ -33,17 +29,17 @@ static void warn_line(void *userdata, const char *msg)
 	fprintf(stderr, "toren-sandbox rm: %s\n", msg);
 }
 
-/* Is id no longer in the store? */
-static bool forgotten(struct ts_store *st, const char *id)
+/* Is the sandbox with this id gone from the backend? */
+static bool gone(struct ts_backend *b, const char *id)
 {
 	struct ts_error err = { 0 };
-	struct ts_sandbox_rec rec;
+	struct ts_sb *sb = NULL;
 
-	if (ts_store_get(st, id, &rec, &err) == 0) {
-		ts_sandbox_rec_free(&rec);
+	if (ts_sb_lookup(b, id, &sb, &err) == 0) {
+		ts_sb_close(sb);
 		return false;
 	}
-	return err.code == ENOENT;
+	return ts_be_code(&err) == TS_BE_NOT_FOUND;
 }
 
 int ts_subcmd_rm(int argc, char **argv)
@@ -52,10 +48,9 @@ int ts_subcmd_rm(int argc, char **argv)
 						  { "purge", no_argument, NULL, 'P' },
 						  { "help", no_argument, NULL, 'h' },
 						  {} };
-	struct ts_paths paths;
-	struct ts_store *st = NULL;
-	struct ts_sandbox_rec *recs = NULL;
-	bool force = false, purge = false;
+	_cleanup_(ts_backend_freep) struct ts_backend *b = NULL;
+	struct ts_sb **sbs = NULL;
+	unsigned flags = 0;
 	size_t n = 0;
 	int c, failed = 0;
 
@@ -63,10 +58,10 @@ int ts_subcmd_rm(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "fh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			force = true;
+			flags |= TS_SB_REMOVE_FORCE;
 			break;
 		case 'P':
-			purge = true;
+			flags |= TS_SB_REMOVE_PURGE;
 			break;
 		case 'h':
 			usage(stdout);
@@ -80,69 +75,65 @@ int ts_subcmd_rm(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (ts_admin_open("rm", &paths, &st) < 0)
+	if (ts_cli_backend("rm", &b) < 0)
 		return 1;
-	recs = calloc((size_t)(argc - optind), sizeof(*recs));
-	if (!recs) {
+	sbs = calloc((size_t)(argc - optind), sizeof(*sbs));
+	if (!sbs) {
 		fputs("toren-sandbox rm: out of memory\n", stderr);
-		ts_store_close(st);
 		return 1;
 	}
 
 	/* Every reference resolves and no sandbox runs (unless -f), or nothing is done. */
 	for (int i = optind; i < argc; i++) {
 		struct ts_error err = { 0 };
-		struct ts_sandbox_rec rec;
+		struct ts_sb_info info;
+		struct ts_sb *sb = NULL;
 		bool dup = false;
 
-		if (ts_store_get(st, argv[i], &rec, &err) < 0) {
+		if (ts_sb_lookup(b, argv[i], &sb, &err) < 0) {
 			ts_cli_error("rm", &err);
 			failed = 1;
 			continue;
 		}
 		for (size_t k = 0; k < n; k++)
-			dup |= !strcmp(recs[k].id, rec.id);
+			dup |= !strcmp(ts_sb_id(sbs[k]), ts_sb_id(sb));
 		if (dup) {
-			ts_sandbox_rec_free(&rec);
+			ts_sb_close(sb);
 			continue;
 		}
-		if (!force && ts_sandbox_running(&rec)) {
-			fprintf(stderr,
-				"toren-sandbox rm: sandbox `%s` is running: stop it first "
-				"(`toren-sandbox stop %s`) or use `rm -f`\n",
-				rec.id, rec.id);
-			failed = 1;
+		if (!(flags & TS_SB_REMOVE_FORCE) && ts_sb_info(sb, &info, &err) == 0) {
+			if (info.state == TS_SB_RUNNING) {
+				fprintf(stderr,
+					"toren-sandbox rm: sandbox `%s` is running: stop it first "
+					"(`toren-sandbox stop %s`) or use `rm -f`\n",
+					ts_sb_id(sb), ts_sb_id(sb));
+				failed = 1;
+			}
+			ts_sb_info_clear(&info);
 		}
-		recs[n++] = rec;
+		sbs[n++] = sb;
 	}
 	if (failed) {
 		fputs("toren-sandbox rm: nothing removed\n", stderr);
 		goto out;
 	}
-
 	for (size_t i = 0; i < n; i++) {
 		struct ts_error err = { 0 };
 
-		/* also when it looks stopped: stop ends an init that runs unrecorded */
-		if (ts_sandbox_stop(st, &recs[i], RM_GRACE_MS, &err) < 0) {
-			ts_cli_error("rm", &err);
-			failed = 1;
-			continue;
-		}
-		if (ts_sandbox_remove(st, &paths, &recs[i], purge, warn_line, NULL, &err) < 0) {
+		/* -f was decided above for every one: each removal may stop what it removes */
+		if (ts_sb_remove(sbs[i], flags | TS_SB_REMOVE_FORCE, warn_line, NULL, &err) < 0) {
 			ts_cli_error("rm", &err);
 			failed = 1;
 			/* forgotten even when some files stayed: it is removed as a sandbox */
-			if (!forgotten(st, recs[i].id))
+			if (!gone(b, ts_sb_id(sbs[i])))
 				continue;
-			printf("%s\n", recs[i].id);
-			continue;
 		}
-		printf("%s\n", recs[i].id);
+		printf("%s\n", ts_sb_id(sbs[i]));
 	}
 	fflush(stdout);
 out:
-	ts_sandbox_recs_free(recs, n);
-	ts_store_close(st);
+	for (size_t i = 0; i < n; i++)
+		ts_sb_close(sbs[i]);
+	free(sbs);
 	return failed;
 }

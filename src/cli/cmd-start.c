@@ -2,9 +2,8 @@
 /* toren-sandbox start ID...: rebuild stopped sandboxes around their workspace. */
 #include "cli.h"
 #include "commands.h"
-#include "sandbox.h"
 
 int ts_subcmd_start(int argc, char **argv)
 {
-	return ts_cli_each(argc, argv, "start", ts_sandbox_start);
+	return ts_cli_each(argc, argv, "start", ts_sb_start);
 }

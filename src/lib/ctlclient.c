@@ -26,6 +26,11 @@ void ts_ctl_client_free(struct ts_ctl_client *c)
 	free(c);
 }
 
+bool ts_ctl_client_idle(const struct ts_ctl_client *c)
+{
+	return c->q.bytes == 0 && c->rx.hdr_got == 0 && c->rx.body_got == 0 && c->rx.n_fds == 0;
+}
+
 uint32_t ts_ctl_client_id(struct ts_ctl_client *c)
 {
 	if (++c->next_id == 0)

@@ -11,6 +11,7 @@
  * Everything init sends is untrusted (init runs inside the sandbox): ts_ctl_conn bounds
  * sizes and fd counts, ts_ctl_client_remote_error bounds codes and sanitises messages.
  */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ctl.h"
@@ -41,6 +42,10 @@ static inline void ts_ctl_client_freep(struct ts_ctl_client **c)
 {
 	ts_ctl_client_free(*c);
 }
+
+/* Nothing queued to send and no message half received: the connection may serve another
+ * request from here. */
+bool ts_ctl_client_idle(const struct ts_ctl_client *c);
 
 /* A fresh request id (never 0). */
 uint32_t ts_ctl_client_id(struct ts_ctl_client *c);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "admin.h"
+#include "sbstatus.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,28 +7,15 @@
 #include <time.h>
 
 #include "cleanup.h"
-#include "cli.h"
 #include "ctlclient.h"
+#include "procinfo.h"
 #include "sandbox.h"
+#include "util.h"
 
-/* How long ls/inspect/reap wait for one init to answer HELLO. */
-#define ADMIN_QUERY_MS 10000
+/* How long a probe waits for one init to answer HELLO. */
+#define SB_QUERY_MS 10000
 
-int ts_admin_open(const char *cmd, struct ts_paths *paths, struct ts_store **st)
-{
-	struct ts_error err = { 0 };
-	int r;
-
-	*st = NULL;
-	r = ts_paths_init(paths, &err);
-	if (r >= 0)
-		r = ts_store_open(st, paths->root, &err);
-	if (r < 0)
-		ts_cli_error(cmd, &err);
-	return r;
-}
-
-void ts_admin_probe(struct ts_sandbox_rec *rec, bool query, struct ts_admin_live *live)
+void ts_sb_probe(struct ts_sandbox_rec *rec, bool query, struct ts_sb_live *live)
 {
 	struct ts_error err = { 0 };
 	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
@@ -37,15 +24,15 @@ void ts_admin_probe(struct ts_sandbox_rec *rec, bool query, struct ts_admin_live
 	live->running = ts_sandbox_running(rec);
 	/* init's HELLO carries its idle time and attached count: a query is a connect */
 	if (live->running && query &&
-	    ts_ctl_client_connect(rec->dir, rec->id, ADMIN_QUERY_MS, &c, &err) == 0) {
+	    ts_ctl_client_connect(rec->dir, rec->id, SB_QUERY_MS, &c, &err) == 0) {
 		live->queried = true;
 		live->idle_ms = c->idle_ms;
 		live->attached = c->attached;
 	}
 }
 
-long long ts_admin_idle_ms(const struct ts_sandbox_rec *rec, const struct ts_admin_live *live,
-			   long long now)
+long long ts_sb_idle_ms(const struct ts_sandbox_rec *rec, const struct ts_sb_live *live,
+			long long now)
 {
 	long long since = rec->last_activity_ms > rec->started_ms ? rec->last_activity_ms
 								  : rec->started_ms;
@@ -56,17 +43,17 @@ long long ts_admin_idle_ms(const struct ts_sandbox_rec *rec, const struct ts_adm
 	return idle;
 }
 
-long long ts_admin_expires_ms(const struct ts_sandbox_rec *rec, const struct ts_admin_live *live,
-			      long long now)
+long long ts_sb_expires_ms(const struct ts_sandbox_rec *rec, const struct ts_sb_live *live,
+			   long long now)
 {
 	if (rec->ttl_ms <= 0)
 		return 0;
 	if (rec->ttl_absolute)
 		return rec->created_ms + rec->ttl_ms;
-	return now - ts_admin_idle_ms(rec, live, now) + rec->ttl_ms;
+	return now - ts_sb_idle_ms(rec, live, now) + rec->ttl_ms;
 }
 
-void ts_admin_fmt_duration(char *buf, size_t len, long long ms)
+void ts_fmt_duration(char *buf, size_t len, long long ms)
 {
 	static const struct {
 		long long ms;
@@ -94,7 +81,7 @@ void ts_admin_fmt_duration(char *buf, size_t len, long long ms)
 	}
 }
 
-void ts_admin_fmt_time(char *buf, size_t len, long long ms)
+void ts_fmt_time(char *buf, size_t len, long long ms)
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
@@ -107,7 +94,7 @@ void ts_admin_fmt_time(char *buf, size_t len, long long ms)
 	snprintf(buf, len, "%s.%03lldZ", day, ms % 1000);
 }
 
-json_t *ts_admin_spec_json(const char *spec)
+json_t *ts_sb_spec_json(const char *spec)
 {
 	json_t *j = json_loads(spec ? spec : "{}", 0, NULL), *env, *names, *v;
 	size_t i;
@@ -137,7 +124,7 @@ static json_t *time_json(long long ms)
 
 	if (ms <= 0)
 		return json_null();
-	ts_admin_fmt_time(buf, sizeof(buf), ms);
+	ts_fmt_time(buf, sizeof(buf), ms);
 	return json_string(buf);
 }
 
@@ -154,12 +141,12 @@ static json_t *path_json(const char *dir, const char *sub)
 	return json_string(buf);
 }
 
-json_t *ts_admin_rec_json(const struct ts_sandbox_rec *rec, const struct ts_admin_live *live,
-			  long long now)
+json_t *ts_sb_rec_json(const struct ts_sandbox_rec *rec, const struct ts_sb_live *live,
+		       long long now)
 {
 	json_t *j = json_object(), *paths = json_object(), *ttl = json_object();
 	json_t *init = json_object(), *owner, *labels, *spec;
-	long long expires = live->running ? ts_admin_expires_ms(rec, live, now) : 0;
+	long long expires = live->running ? ts_sb_expires_ms(rec, live, now) : 0;
 
 	json_object_set_new(j, "id", json_string(rec->id));
 	json_object_set_new(j, "name", rec->name[0] ? json_string(rec->name) : json_null());
@@ -171,7 +158,7 @@ json_t *ts_admin_rec_json(const struct ts_sandbox_rec *rec, const struct ts_admi
 	json_object_set_new(j, "last_activity", time_json(rec->last_activity_ms));
 	json_object_set_new(j, "last_activity_ms", ms_json(rec->last_activity_ms));
 	json_object_set_new(j, "idle_ms",
-			    live->running ? json_integer(ts_admin_idle_ms(rec, live, now))
+			    live->running ? json_integer(ts_sb_idle_ms(rec, live, now))
 					  : json_null());
 	json_object_set_new(j, "attached",
 			    live->queried ? json_integer((json_int_t)live->attached) : json_null());
@@ -183,7 +170,7 @@ json_t *ts_admin_rec_json(const struct ts_sandbox_rec *rec, const struct ts_admi
 
 	labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL);
 	json_object_set_new(j, "labels", labels ? labels : json_object());
-	spec = ts_admin_spec_json(rec->spec);
+	spec = ts_sb_spec_json(rec->spec);
 	json_object_set_new(j, "spec", spec ? spec : json_null());
 
 	json_object_set_new(paths, "dir", json_string(rec->dir));
@@ -214,30 +201,58 @@ json_t *ts_admin_rec_json(const struct ts_sandbox_rec *rec, const struct ts_admi
 	return j;
 }
 
-bool ts_admin_labels_match(const char *labels, char *const *filters, size_t n)
+const char *ts_reap_reason_name(enum ts_reap_reason r)
+{
+	static const char *const names[] = { "", "idle", "absolute", "owner" };
+
+	return (size_t)r < ELEMENTSOF(names) ? names[r] : "";
+}
+
+enum ts_reap_reason ts_sb_judge(struct ts_sandbox_rec *rec, long long now, struct ts_sb_live *live,
+				long long *amount, char *describe, size_t len)
+{
+	enum ts_reap_reason why = TS_REAP_NONE;
+	char a[32], t[32];
+
+	*amount = 0;
+	describe[0] = '\0';
+	ts_sb_probe(rec, true, live);
+	if (!live->running)
+		return TS_REAP_NONE;
+	if (rec->owner_pid > 0 && !ts_proc_alive(rec->owner_pid, rec->owner_start)) {
+		snprintf(describe, len, "owner pid %d exited", (int)rec->owner_pid);
+		return TS_REAP_OWNER;
+	}
+	if (rec->ttl_ms <= 0)
+		return TS_REAP_NONE;
+	if (rec->ttl_absolute) {
+		*amount = now - rec->created_ms;
+		why = *amount > rec->ttl_ms ? TS_REAP_ABSOLUTE : TS_REAP_NONE;
+	} else if (!(live->queried && live->attached > 0)) {
+		/* a client attached (an exec, a followed log) is activity, however long */
+		*amount = ts_sb_idle_ms(rec, live, now);
+		why = *amount > rec->ttl_ms ? TS_REAP_IDLE : TS_REAP_NONE;
+	}
+	if (why == TS_REAP_NONE)
+		return why;
+	ts_fmt_duration(a, sizeof(a), *amount);
+	ts_fmt_duration(t, sizeof(t), rec->ttl_ms);
+	snprintf(describe, len,
+		 why == TS_REAP_IDLE ? "idle %s > ttl %s" : "age %s > absolute ttl %s", a, t);
+	return why;
+}
+
+bool ts_sb_labels_match(const char *labels, const char *const *keys, const char *const *values,
+			size_t n)
 {
 	json_t *j = json_loads(labels ? labels : "{}", 0, NULL);
 	bool r = j != NULL;
 
 	for (size_t i = 0; r && i < n; i++) {
-		const char *eq = strchr(filters[i], '=');
-		char key[128];
-		const char *v;
+		const char *v = json_string_value(json_object_get(j, keys[i]));
 
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - filters[i]), filters[i]);
-		v = json_string_value(json_object_get(j, key));
-		r = v && !strcmp(v, eq + 1);
+		r = v && !strcmp(v, values[i] ? values[i] : "");
 	}
 	json_decref(j);
 	return r;
-}
-
-int ts_admin_print_json(json_t *j, bool compact)
-{
-	size_t flags = compact ? JSON_COMPACT : JSON_INDENT(2);
-
-	if (json_dumpf(j, stdout, flags | JSON_PRESERVE_ORDER) < 0 || fputc('\n', stdout) == EOF ||
-	    fflush(stdout) == EOF)
-		return -EIO;
-	return 0;
 }
