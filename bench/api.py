@@ -35,6 +35,11 @@ def load(path, extra=False):
     return runs, order
 
 
+def md(label):
+    """A label in a Markdown table cell."""
+    return label.replace("|", "\\|")
+
+
 def ok(runs, lab):
     return {r: ms for r, (ms, st, _) in runs.get(lab, {}).items() if st == 0}
 
@@ -173,10 +178,10 @@ def report(work):
         ref = [k for k in corder if k.startswith("crun exec") and (("64M" in k) == ("64M" in name))]
         rr = f"{statistics.median(v) / med(cs, ref[0]):.2f}×" if v and ref else "–"
         if not v:
-            print(f"| {name} | {len(cs[name])} | {len(cs[name])} | – | – | – |")
+            print(f"| {md(name)} | {len(cs[name])} | {len(cs[name])} | – | – | – |")
             continue
         m = statistics.median(v)
-        print(f"| {name} | {len(cs[name])} | {len(cs[name]) - len(v)} | {m:.1f} "
+        print(f"| {md(name)} | {len(cs[name])} | {len(cs[name]) - len(v)} | {m:.1f} "
               f"| {size / (m / 1e3) / 1e6:.0f} | {rr} |")
     print()
 
