@@ -149,7 +149,8 @@ static void take_env(struct row *r)
 		bool overridden = false;
 
 		for (size_t j = 0; j < skip; j++)
-			overridden |= !strncmp(r->argv[j], environ[i], len) && r->argv[j][len] == '=';
+			overridden |= !strncmp(r->argv[j], environ[i], len) &&
+				      r->argv[j][len] == '=';
 		if (!overridden)
 			r->envp[k++] = environ[i];
 	}
@@ -306,8 +307,9 @@ static int api_run_sink(struct bench *B, struct row *row, unsigned long long *go
  */
 static int bg_attach(struct bench *B, struct row *row, long long *ns, unsigned long long *got)
 {
-	struct ts_cmd_opts o = { .argv = row->argv, .stdin_open = true, .log = true,
-				 .detach = true };
+	struct ts_cmd_opts o = {
+		.argv = row->argv, .stdin_open = true, .log = true, .detach = true
+	};
 	struct ts_error err = { 0 };
 	struct ts_proc_sel sel = { 0 };
 	struct ts_cmd *c = NULL;
@@ -454,7 +456,8 @@ static int run_stream(struct bench *B, int n, int warmup, const char *out)
 			if (r >= 0)
 				fprintf(o, "\"%s\",%d,%lld,%d,%llu\n", row->label, r, ns, st, got);
 			if (st != 0)
-				fprintf(stderr, "toren-bench-api: `%s`: status %d, %llu of %llu bytes\n",
+				fprintf(stderr,
+					"toren-bench-api: `%s`: status %d, %llu of %llu bytes\n",
 					row->label, st, got, row->bytes);
 		}
 	}
@@ -533,8 +536,10 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "latency")) {
 		struct ts_error err = { 0 };
 
-		set_argv(add_row(&B, ROW_HOST_SPAWN, "host posix_spawn /bin/true"), words("/bin/true"));
-		set_argv(add_row(&B, ROW_API_RUN, "api commands.run /bin/true"), words("/bin/true"));
+		set_argv(add_row(&B, ROW_HOST_SPAWN, "host posix_spawn /bin/true"),
+			 words("/bin/true"));
+		set_argv(add_row(&B, ROW_API_RUN, "api commands.run /bin/true"),
+			 words("/bin/true"));
 		set_argv(add_row(&B, ROW_API_MISSING, "api run, missing program"),
 			 words("/nonexistent/true"));
 		add_row(&B, ROW_CTL_HELLO, "ctl connect + HELLO");

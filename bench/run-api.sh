@@ -149,6 +149,7 @@ measure() {
 	echo "throughput: $SROUNDS rounds in process" >&2
 	"$API" stream -n "$SROUNDS" -w 2 -m 1,64 -o "$WORK/stream.csv" "$id"
 	# The CLI's attached exec into a pipe, the way a user runs it; each line checks the count.
+	# shellcheck disable=SC2016 # the $(...) is for the sh -c of each line, not for us
 	t() { printf '%s\t/bin/sh\x1f-c\x1ftest "$(%s | wc -c)" = %s\n' "$1" "$2" "$3"; }
 	for mib in 1 64; do
 		b=$((mib << 20))
