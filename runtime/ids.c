@@ -47,6 +47,19 @@ void ts_ids_init(struct ts_ids *ids)
 	ids->can_switch = caps_get(data) == 0 && has_cap(data, CAP_SETUID) &&
 			  has_cap(data, CAP_SETGID) && has_cap(data, CAP_SETPCAP) &&
 			  has_cap(data, CAP_KILL);
+	/* Nothing can add to a bounding set: what is in it now is all a child may drop. A
+	 * kernel that cannot say leaves every bit set, so that each child tries them all. */
+	ids->bset = 0;
+	for (int c = 0; c < 64; c++) {
+		int in = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
+
+		if (in < 0 && c == 0)
+			ids->bset = ~0ULL;
+		if (in < 0)
+			break; /* past the kernel's last capability */
+		if (in == 1)
+			ids->bset |= 1ULL << c;
+	}
 }
 
 int ts_ids_check(const struct ts_ids *ids, uint64_t uid, char *msg, size_t len)
@@ -67,16 +80,16 @@ int ts_ids_check(const struct ts_ids *ids, uint64_t uid, char *msg, size_t len)
 	return -EPERM;
 }
 
-/* Empty the bounding set. Dropping needs CAP_SETPCAP; without it the set must already be
- * empty (the helper emptied it when it left init no capability). */
-static int bounding_clear(void)
+/* Empty the bounding set (bset: what init's held at start). Dropping needs CAP_SETPCAP;
+ * without it the set must already be empty (the helper emptied it when it left init no
+ * capability). */
+static int bounding_clear(uint64_t bset)
 {
-	for (int c = 0; c < 64; c++) {
-		int in = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
-
-		if (in < 0)
-			break; /* past the kernel's last capability */
-		if (in == 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
+	for (int c = 0; c < 64 && bset; c++) {
+		if (!(bset & (1ULL << c)))
+			continue;
+		bset &= ~(1ULL << c);
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
 			return -errno;
 	}
 	return 0;
@@ -91,7 +104,7 @@ int ts_ids_become(const struct ts_ids *ids, uid_t uid)
 		return -EPERM;
 	/* The bounding set first, while CAP_SETPCAP is ours: an exec as root would
 	 * otherwise be granted what is left in it. */
-	r = bounding_clear();
+	r = bounding_clear(ids->bset);
 	if (r < 0)
 		return r;
 	if (uid != ids->uid && (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||

@@ -22,6 +22,8 @@ struct ts_ids {
 	uid_t uid; /* init's own ids: the default for every request */
 	gid_t gid;
 	bool can_switch; /* we hold the four capabilities above */
+	uint64_t bset;	 /* our bounding set at start (bit N: capability N): what each child
+			  * drops, without asking for the other 60 */
 };
 
 /* Read our ids and capabilities once, at start. */

@@ -167,7 +167,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	/* Whatever the helper's caller ignored (an ignored SIGCHLD reaps our children
-	 * before we see them exit) or blocked is not ours. */
+	 * before we see them exit) or blocked is not ours. From here on init sets no
+	 * disposition (signals come through a signalfd): its children reset only the mask
+	 * (proctab.c start_child relies on this). */
 	ts_signals_reset();
 	/* Processes of the same uid inside must not ptrace us or read our memory. */
 	prctl(PR_SET_DUMPABLE, 0);

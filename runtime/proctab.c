@@ -597,8 +597,15 @@ static pid_t start_child(const struct ts_proctab *t, const struct spawn_req *s, 
 
 	if (pid != 0)
 		return pid;
-	/* child: init's signal mask and dispositions do not belong here */
-	ts_signals_reset();
+	/* child: init's signal mask does not belong here. Its dispositions are the defaults
+	 * (init catches nothing: it reads signals from a signalfd, see init.c), so the mask
+	 * is all there is to reset, and a caught handler would end at exec anyway. */
+	{
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
 	/* a session of its own, never init's (spawn.c says why) */
 	if (setsid() < 0)
 		child_fail(status_fd, 4, errno);

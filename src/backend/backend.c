@@ -689,6 +689,21 @@ int ts_file_read(struct ts_sb *sb, const char *path, const char *user, uint8_t *
 	return 0;
 }
 
+int ts_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size_t n,
+		       const char *user, size_t *done, struct ts_error *err)
+{
+	size_t k = 0;
+	int r = 0;
+
+	for (; k < n && r == 0; k++)
+		if ((r = ts_file_write(sb, files[k].path, user, files[k].data, files[k].len,
+				       files[k].mode, err)) < 0)
+			break;
+	if (done)
+		*done = k;
+	return r;
+}
+
 int ts_file_write(struct ts_sb *sb, const char *path, const char *user, const void *data,
 		  size_t len, int mode, struct ts_error *err)
 {

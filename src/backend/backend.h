@@ -351,6 +351,21 @@ int ts_file_read(struct ts_sb *sb, const char *path, const char *user, uint8_t *
 int ts_file_write(struct ts_sb *sb, const char *path, const char *user, const void *data,
 		  size_t len, int mode, struct ts_error *err);
 
+/* One file of ts_file_write_many. */
+struct ts_file_data {
+	const char *path;
+	const void *data;
+	size_t len;
+	int mode; /* < 0: 0644 for a new file, an existing one's own */
+};
+/*
+ * E2B's files.write of several files: each written atomically, in order. Stops at the
+ * first failure: 0, or -errno with err naming that file; *done (may be NULL) says how
+ * many were written.
+ */
+int ts_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size_t n,
+		       const char *user, size_t *done, struct ts_error *err);
+
 /*
  * A transfer: a read (ts_xfer_read_start; step yields data until done) or a write
  * (ts_xfer_write_start; ts_xfer_push queues bytes, ts_xfer_finish ends them, step
