@@ -425,14 +425,17 @@ static int env_put(char **envp, size_t *n, size_t cap, char *entry)
 }
 
 /*
- * The environment, lowest precedence first (E2B's envd): init's own (PATH, TERM, LANG and
- * HOME, USER, LOGNAME of init's user), the user's HOME, USER and LOGNAME when another user
- * is asked for, the sandbox-wide variables (which init's environment holds too, so they
- * win over the user's defaults), then the request's own, for this process only.
+ * The environment, lowest precedence first (E2B's envd): init's own (PATH, TERM, LANG, ...),
+ * the HOME, USER and LOGNAME of the user the process runs as (init's own user too: its
+ * environment need not have all three), the sandbox-wide variables (which init's
+ * environment holds too, so they win over the user's defaults), then the request's own,
+ * for this process only.
  */
 static int build_env(const struct ts_proctab *t, uid_t as, char **req_env, size_t n_req,
 		     char ***ret)
 {
+	const char *names[] = { "HOME", "USER", "LOGNAME" };
+	const char *vals[] = { ts_ids_home(as), ts_ids_name(as), ts_ids_name(as) };
 	size_t nbase = 0, n = 0, cap;
 	char **envp;
 	int r = 0;
@@ -446,20 +449,15 @@ static int build_env(const struct ts_proctab *t, uid_t as, char **req_env, size_
 	for (size_t i = 0; i < nbase; i++)
 		if (!(envp[n] = strdup(environ[i])) || (n++, false))
 			r = -ENOMEM;
-	if (as != t->cfg.ids->uid) {
-		const char *names[] = { "HOME", "USER", "LOGNAME" };
-		const char *vals[] = { ts_ids_home(as), ts_ids_name(as), ts_ids_name(as) };
+	for (int i = 0; i < 3 && r == 0; i++) {
+		char *e;
 
-		for (int i = 0; i < 3 && r == 0; i++) {
-			char *e;
-
-			if (is_global(t, names[i]))
-				continue;
-			if (asprintf(&e, "%s=%s", names[i], vals[i]) < 0)
-				r = -ENOMEM;
-			else
-				r = env_put(envp, &n, cap, e);
-		}
+		if (is_global(t, names[i]))
+			continue;
+		if (asprintf(&e, "%s=%s", names[i], vals[i]) < 0)
+			r = -ENOMEM;
+		else
+			r = env_put(envp, &n, cap, e);
 	}
 	for (size_t i = 0; i < n_req && r == 0; i++) {
 		char *e = strdup(req_env[i]);

@@ -71,7 +71,8 @@ const char *ts_backend_name(const struct ts_backend *b)
 
 enum ts_be_code ts_be_code(const struct ts_error *err)
 {
-	switch (-err->code) {
+	/* err->code is a positive errno (error.h); a negative one is taken as well */
+	switch (err->code < 0 ? -err->code : err->code) {
 	case 0:
 		return TS_BE_OK;
 	case ENOENT:
@@ -164,7 +165,7 @@ static int new_sb(struct ts_backend *b, struct ts_sb **ret, struct ts_error *err
 int ts_sb_create(struct ts_backend *b, const struct ts_sb_create_opts *o, struct ts_sb **ret,
 		 struct ts_error *err)
 {
-	struct ts_sb *sb;
+	struct ts_sb *sb = NULL;
 	int r = new_sb(b, &sb, err);
 
 	if (r < 0)
@@ -181,7 +182,7 @@ int ts_sb_create(struct ts_backend *b, const struct ts_sb_create_opts *o, struct
 static int connect_sb(struct ts_backend *b, const char *id, long long timeout_ms, bool start,
 		      struct ts_sb **ret, struct ts_error *err)
 {
-	struct ts_sb *sb;
+	struct ts_sb *sb = NULL;
 	int r = new_sb(b, &sb, err);
 
 	if (r < 0)
@@ -642,7 +643,7 @@ static int xfer_wait(struct ts_xfer *x, struct ts_error *err)
 int ts_file_read(struct ts_sb *sb, const char *path, const char *user, uint8_t **ret, size_t *len,
 		 size_t max, struct ts_error *err)
 {
-	struct ts_xfer *x;
+	struct ts_xfer *x = NULL;
 	uint8_t *buf = NULL;
 	size_t n = 0;
 	int r = ts_xfer_read_start(sb, path, user, &x, err);
@@ -707,7 +708,7 @@ int ts_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size_
 int ts_file_write(struct ts_sb *sb, const char *path, const char *user, const void *data,
 		  size_t len, int mode, struct ts_error *err)
 {
-	struct ts_xfer *x;
+	struct ts_xfer *x = NULL;
 	size_t off = 0;
 	bool finished = false;
 	int r = ts_xfer_write_start(sb, path, user, mode, &x, err);

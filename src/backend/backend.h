@@ -56,7 +56,7 @@ enum ts_be_code {
 	TS_BE_INTERNAL,		/* SandboxError: anything else */
 };
 
-/* The class of an error (from err->code, a -errno). */
+/* The class of an error (from err->code, the errno of the failure). */
 enum ts_be_code ts_be_code(const struct ts_error *err);
 /* "not_found", "invalid_argument", ... (Connect's names where E2B uses them). */
 const char *ts_be_code_name(enum ts_be_code code);

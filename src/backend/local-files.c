@@ -20,6 +20,9 @@
 #include "util.h"
 
 #define TS_XFER_QUEUE_MAX (2U * TS_CTL_CHUNK) /* bytes a write may queue before step */
+/* The file worker's deepest LIST and WATCH (runtime/files-internal.h): a recursive watch
+ * asks for this much, a deeper list is cut to it. */
+#define TS_LOCAL_DEPTH_MAX 16
 
 int ts_local_file_conn(struct ts_sb *sb, const char *user, struct ts_ctl_client **ret,
 		       struct ts_error *err)
@@ -64,7 +67,6 @@ static int to_entry(const struct ts_file_info *fi, const char *abs_path, const c
 	memset(e, 0, sizeof(*e));
 	snprintf(copy, sizeof(copy), "%s", abs_path);
 	e->path = strdup(abs_path);
-	/* a listing's name as the sandbox sent it: callers check it is a plain name */
 	e->name = strdup(name ? name : basename(copy));
 	e->type = (size_t)fi->type < sizeof(types) / sizeof(types[0]) ? types[fi->type]
 								      : TS_BE_OTHER;
@@ -102,10 +104,32 @@ struct collect {
 	size_t n, cap;
 };
 
+/* Is rel, an entry's path as the sandbox sent it, plain names joined by "/" (never empty,
+ * "." or "..")? Its last name in *last. */
+static bool relative_ok(const char *rel, const char **last)
+{
+	char copy[PATH_MAX], *save = NULL;
+	bool any = false;
+
+	if (strlen(rel) >= sizeof(copy))
+		return false;
+	snprintf(copy, sizeof(copy), "%s", rel);
+	if (copy[0] == '/' || (copy[0] && copy[strlen(copy) - 1] == '/') || strstr(copy, "//"))
+		return false;
+	for (char *n = strtok_r(copy, "/", &save); n; n = strtok_r(NULL, "/", &save)) {
+		if (!ts_files_name_ok(n))
+			return false;
+		any = true;
+	}
+	*last = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+	return any;
+}
+
 static int collect(const struct ts_file_info *fi, void *userdata, struct ts_error *err)
 {
 	struct collect *c = userdata;
 	char abs_path[PATH_MAX * 2];
+	const char *last;
 
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;
@@ -118,7 +142,12 @@ static int collect(const struct ts_file_info *fi, void *userdata, struct ts_erro
 	}
 	snprintf(abs_path, sizeof(abs_path), "%s/%s", !strcmp(c->base, "/") ? "" : c->base,
 		 fi->path);
-	if (to_entry(fi, abs_path, fi->path, &c->v[c->n]) < 0)
+	/* The name is the last component (E2B's EntryInfo.name), the path says where. init
+	 * is untrusted: an entry whose path is not plain names keeps that path as its name,
+	 * as the sandbox sent it, for callers to refuse (cp skips it, FA-12). */
+	if (!relative_ok(fi->path, &last))
+		last = fi->path;
+	if (to_entry(fi, abs_path, last, &c->v[c->n]) < 0)
 		return ts_err(err, -ENOMEM, "out of memory");
 	c->n++;
 	return 0;
@@ -135,7 +164,9 @@ int ts_local_file_list(struct ts_sb *sb, const char *path, unsigned depth, const
 	absolute(path, user, base, sizeof(base));
 	r = ts_local_file_conn(sb, user, &c, err);
 	if (r == 0)
-		r = ts_files_list(c->fd, path, depth, collect, &col, err);
+		r = ts_files_list(c->fd, path,
+				  depth > TS_LOCAL_DEPTH_MAX ? TS_LOCAL_DEPTH_MAX : depth, collect,
+				  &col, err);
 	if (r < 0) {
 		ts_be_entries_free(col.v, col.n);
 		return r;
@@ -154,13 +185,14 @@ int ts_local_file_mkdir(struct ts_sb *sb, const char *path, const char *user, un
 
 	if (r < 0)
 		return r;
-	/* E2B's makeDir: an existing directory is "false", anything else there an error */
+	/* E2B's makeDir: an existing directory is "false" (already_exists), anything else
+	 * there invalid_argument */
 	r = ts_files_stat(c->fd, path, fi, err);
 	if (r == 0 && fi->type != TS_FILE_TYPE_SYMLINK) {
 		*created = false;
 		return fi->type == TS_FILE_TYPE_DIR
 			       ? 0
-			       : ts_err(err, -EEXIST, "`%s` exists and is not a directory", path);
+			       : ts_err(err, -ENOTDIR, "`%s` exists and is not a directory", path);
 	}
 	if (r < 0 && r != -ENOENT)
 		return r;
@@ -408,7 +440,7 @@ int ts_local_watch_start(struct ts_sb *sb, const char *path, bool recursive, con
 	if (r == 0)
 		r = ts_ctl_put_str(&m, TS_T_PATH, path);
 	if (r == 0)
-		r = ts_ctl_put_u64(&m, TS_T_DEPTH, recursive ? 64 : 1);
+		r = ts_ctl_put_u64(&m, TS_T_DEPTH, recursive ? TS_LOCAL_DEPTH_MAX : 1);
 	if (r == 0)
 		r = ts_ctl_client_send(l->c, &m);
 	ts_ctl_msg_free(&m);

@@ -187,9 +187,17 @@ static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o,
 	if (r < 0)
 		return r;
 	co.as_root = uid == 0;
-	/* "base" and no template: the default image */
-	if (o->template_id && *o->template_id && strcmp(o->template_id, "base") != 0)
+	/* "base" and no template: the default image; else an image directory, named by its
+	 * absolute path. Any other name is a template this backend does not have (E2B: 404) */
+	if (o->template_id && *o->template_id && strcmp(o->template_id, "base") != 0) {
+		if (o->template_id[0] != '/')
+			return ts_err(
+				err, -ENOENT,
+				"no template `%.128s`: the local backend has `base` and image "
+				"directories by absolute path",
+				o->template_id);
 		co.image = o->template_id;
+	}
 	if ((r = kv_strv(o->envs, o->n_envs, true, &env, err)) < 0 ||
 	    (r = kv_strv(o->metadata, o->n_metadata, false, &labels, err)) < 0) {
 		strv_free(env);
@@ -246,7 +254,17 @@ static int local_connect(struct ts_backend *b, const char *id, long long timeout
 
 	if (!s)
 		return ts_err(err, -ENOMEM, "out of memory");
-	/* a malformed reference is the store's to refuse, with a message that says so */
+	/* a malformed reference names no sandbox (E2B: 404), and the message says why */
+	if (!ts_store_ref_valid(id)) {
+		char shown[65];
+
+		snprintf(shown, sizeof(shown), "%s", id);
+		ts_sanitize_text(shown);
+		return ts_err(err, -ENOENT,
+			      "bad sandbox reference `%s`: want an id, an id prefix or a name "
+			      "(1-64 of [A-Za-z0-9_.-])",
+			      shown);
+	}
 	r = ts_local_store(l, &st, err);
 	if (r < 0)
 		return r;
@@ -379,7 +397,8 @@ static int local_list(struct ts_backend *b, const struct ts_sb_list_opts *o,
 	r = ts_store_list(st, &recs, &total, err);
 	if (r < 0)
 		return r;
-	qsort(recs, total, sizeof(*recs), newest_first);
+	if (total > 1) /* recs is NULL when there are none: qsort must not see it */
+		qsort(recs, total, sizeof(*recs), newest_first);
 	out = calloc(total + 1, sizeof(*out));
 	if (!out) {
 		ts_sandbox_recs_free(recs, total);

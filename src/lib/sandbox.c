@@ -383,6 +383,8 @@ int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 	ts_store_close(st);
 	return 0;
 fail:
+	/* nothing of a sandbox that was never made stays with the caller */
+	ts_sandbox_rec_free(rec);
 	ts_store_close(st);
 	return r;
 }
@@ -447,9 +449,9 @@ int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err)
 	bool spec_root;
 	int r;
 
-	/* a running init knows its own map and answers for itself */
-	if (ts_sandbox_running(rec))
-		return 0;
+	/* The plan is decided by who starts the sandbox (the owner of the state root, the
+	 * same as now) and its spec, so the one of a running sandbox is the one it got:
+	 * asking never needs a start, and the answer is the same in both states. */
 	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
 	spec_root = spec && spec_user_root(spec);
 	json_decref(spec);
@@ -458,9 +460,9 @@ int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err)
 		return r;
 	if (!plan.has_root)
 		return ts_err(err, -EPERM,
-			      "sandbox `%s` has one id inside (mapping mode `%s`), no root to run "
-			      "as: a sandbox has a root when created by root, or with `--user "
-			      "root` and subordinate ids (see `toren-sandbox doctor`)",
+			      "sandbox `%s` has no root to run as: its user namespace has one id "
+			      "(mapping mode `%s`); a sandbox has a root when created by root, or "
+			      "with `--user root` and subordinate ids (see `toren-sandbox doctor`)",
 			      rec->id, plan.mode);
 	return 0;
 }

@@ -47,9 +47,9 @@ int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 bool ts_sandbox_running(struct ts_sandbox_rec *rec);
 
 /*
- * May something run as root in this sandbox? For a stopped one, the id map its next start
- * would get decides, so that a request it cannot serve starts nothing; a running one is
- * asked by the request itself. 0, or -EPERM with a message.
+ * May something run as root in this sandbox? Its id map decides: the one it runs with, or
+ * for a stopped one the one its next start would get (the same plan), so that a request
+ * it cannot serve starts nothing. 0, or -EPERM with a message.
  */
 int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err);
 
