@@ -162,16 +162,23 @@ static void free_input(struct ts_proc *p)
 	p->in_bytes = 0;
 }
 
-static void free_record(struct ts_proc *p)
+static void drop_backlog(struct ts_proc *p)
 {
-	close_streams(p);
-	free_input(p);
 	while (p->bl_head) {
 		struct chunk *c = p->bl_head;
 
 		p->bl_head = c->next;
 		free(c);
 	}
+	p->bl_tail = NULL;
+	p->bl_bytes = 0;
+}
+
+static void free_record(struct ts_proc *p)
+{
+	close_streams(p);
+	free_input(p);
+	drop_backlog(p);
 	strv_free(p->argv);
 	strv_free(p->env);
 	free(p->cwd);
@@ -1250,6 +1257,16 @@ int ts_proctab_tick(struct ts_proctab *t)
 	for (size_t i = 0; i < t->n_procs; i++) {
 		struct ts_proc *p = &t->procs[i];
 
+		if (!p->running && p->bl_head) {
+			/* a finished process's output is kept TS_PROC_KEEP_MS for a late attach;
+			 * then only its end (an idle init gives the memory back) */
+			unsigned long long until = p->ended_mono + TS_PROC_KEEP_MS;
+
+			if (now >= until && p->n_att == 0)
+				drop_backlog(p);
+			else if (!next || until < next)
+				next = until;
+		}
 		if (!p->running || !p->deadline)
 			continue;
 		if (now >= p->deadline) {

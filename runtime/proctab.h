@@ -14,7 +14,8 @@
  * A process's end (its wait status, or that its deadline killed it) goes to every
  * attached client, and its record stays at least TS_PROC_KEEP_MS after the exit so that
  * a late ATTACH still gets the end, and in any case until TS_PROC_MAX_FINISHED newer
- * records have ended.
+ * records have ended. Its backlog is kept TS_PROC_KEEP_MS after the exit (and while a
+ * client is attached), then freed: an idle init holds no finished process's output.
  *
  * Back-pressure, never loss and never a stall of init: while the output queue of any
  * client attached to a process holds more than TS_PROC_QUEUE_SOFT bytes, init stops
