@@ -238,7 +238,7 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			pending_map_uid = pending_map_gid = -1;
 		} else if (!strcmp(a, "--bind-fd")) {
 			struct stat st;
-			int fd;
+			int fd = -1;
 
 			/* a directory the caller opened: bound as it is, never looked up again */
 			NEED(2);
