@@ -2,9 +2,9 @@
 /*
  * The local backend's files: a file connection to the sandbox's init is served by a
  * worker of its own inside the sandbox (runtime/files.c). Requests (stat, list, mkdir,
- * remove, rename) are one connection each, through src/lib/files.c; transfers and watches
+ * remove, rename) are one connection each, through src/lib/fileclient.c; transfers and watches
  * are streams driven without blocking: their replies are read and checked here, as
- * untrusted input, as files.c checks them.
+ * untrusted input, as fileclient.c checks them.
  */
 #include "local.h"
 
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "files.h"
+#include "fileclient.h"
 #include "util.h"
 
 #define TS_XFER_QUEUE_MAX (2U * TS_CTL_CHUNK) /* bytes a write may queue before step */
