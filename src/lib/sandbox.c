@@ -314,7 +314,7 @@ int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 		      struct ts_error *err)
 {
 	struct ts_paths paths;
-	struct ts_store *st = NULL;
+	_cleanup_(ts_store_closep) struct ts_store *st = NULL;
 	char ws[4096];
 	bool own_ws = !o->workspace;
 	int r;
@@ -340,26 +340,22 @@ int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 	snprintf(rec->workspace, sizeof(rec->workspace), "%s", ws);
 	rec->spec = spec_json(o, ws, own_ws);
 	rec->labels = labels_json(o->labels, err);
-	if (!rec->spec || !rec->labels) {
-		r = rec->labels ? ts_err(err, -ENOMEM, "build spec") : -EINVAL;
-		goto fail;
-	}
+	if (!rec->spec || !rec->labels)
+		return rec->labels ? ts_err(err, -ENOMEM, "build spec") : -EINVAL;
 	rec->created_ms = rec->last_activity_ms = realtime_ms();
 	rec->ttl_ms = o->ttl_ms < 0 ? TS_DEFAULT_TTL_MS : o->ttl_ms;
 	rec->ttl_absolute = o->ttl_absolute;
 	rec->owner_pid = o->owner_pid;
 	rec->owner_start = o->owner_pid ? ts_proc_start_time(o->owner_pid) : 0;
-	if (o->owner_pid && !rec->owner_start) {
-		r = ts_err(err, -ESRCH, "owner process %d does not exist", (int)o->owner_pid);
-		goto fail;
-	}
+	if (o->owner_pid && !rec->owner_start)
+		return ts_err(err, -ESRCH, "owner process %d does not exist", (int)o->owner_pid);
 	snprintf(rec->state, sizeof(rec->state), "stopped");
 	r = ts_store_open(&st, paths.root, err);
 	if (r < 0)
-		goto fail;
+		return r;
 	r = ts_store_insert(st, rec, err);
 	if (r < 0)
-		goto fail;
+		return r;
 	r = ts_sandbox_start(st, rec, err);
 	if (r < 0) {
 		/* as if never attempted: the record and what start made go again */
@@ -378,13 +374,9 @@ int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 			}
 			rmdir(rec->dir);
 		}
-		goto fail;
+		return r;
 	}
-	ts_store_close(st);
 	return 0;
-fail:
-	ts_store_close(st);
-	return r;
 }
 
 /* Wait until the process behind pidfd is gone, up to ms. True when gone. */

@@ -59,6 +59,10 @@ long long ts_store_now_ms(void);
  */
 int ts_store_open(struct ts_store **ret, const char *root, struct ts_error *err);
 void ts_store_close(struct ts_store *s);
+static inline void ts_store_closep(struct ts_store **s)
+{
+	ts_store_close(*s);
+}
 
 /* Insert a new record: -EEXIST (err names it) when the id or the name is taken. */
 int ts_store_insert(struct ts_store *s, const struct ts_sandbox_rec *rec, struct ts_error *err);
@@ -95,5 +99,11 @@ int ts_store_delete(struct ts_store *s, const char *id, struct ts_error *err);
 /* Set last_activity_ms = now for id (cheap, called on every command). */
 int ts_store_touch(struct ts_store *s, const char *id, struct ts_error *err);
 
+/* Free rec's owned strings (rec itself is the caller's); accepts NULL and a zeroed rec. */
 void ts_sandbox_rec_free(struct ts_sandbox_rec *rec);
+/* For `_cleanup_(ts_sandbox_rec_freep) struct ts_sandbox_rec rec = { 0 };`. */
+static inline void ts_sandbox_rec_freep(struct ts_sandbox_rec *rec)
+{
+	ts_sandbox_rec_free(rec);
+}
 void ts_sandbox_recs_free(struct ts_sandbox_rec *recs, size_t n);
