@@ -407,6 +407,14 @@ unsigned long long ts_now_ms(void)
 	       (unsigned long long)ts.tv_nsec / 1000000ULL;
 }
 
+long long ts_realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
 void ts_signals_reset(void)
 {
 	sigset_t none;

@@ -83,5 +83,10 @@ int ts_self_dir(char *buf, size_t len);
  */
 void ts_signals_reset(void);
 
-/* Seconds since an arbitrary point, from CLOCK_MONOTONIC, in milliseconds. */
+/* Milliseconds since an arbitrary point (CLOCK_MONOTONIC): for deadlines and durations,
+ * which a change of the wall clock must not move. The one monotonic clock of the tree. */
 unsigned long long ts_now_ms(void);
+
+/* Milliseconds since the epoch (CLOCK_REALTIME): for times that are shown or stored (a
+ * record's *_ms fields, a process's start and end). The one wall clock of the tree. */
+long long ts_realtime_ms(void);

@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -32,14 +31,6 @@
 /* how long init may take to answer HELLO; it serves from a poll loop, so a slow answer
  * means a stuck or hostile init */
 #define TS_ANSWER_MS 10000
-
-static long long realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* What create was asked, resolved (env values taken from the host now), as JSON: start
  * rebuilds the same sandbox from it. */
@@ -305,7 +296,7 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_
 		return ts_err_prefix(err, r, "start `%s`", rec->id);
 	rec->init_pid = init;
 	rec->init_start = ts_proc_start_time(init);
-	rec->started_ms = rec->last_activity_ms = realtime_ms();
+	rec->started_ms = rec->last_activity_ms = ts_realtime_ms();
 	snprintf(rec->state, sizeof(rec->state), "running");
 	return ts_store_update(st, rec, err);
 }
@@ -342,7 +333,7 @@ int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 	rec->labels = labels_json(o->labels, err);
 	if (!rec->spec || !rec->labels)
 		return rec->labels ? ts_err(err, -ENOMEM, "build spec") : -EINVAL;
-	rec->created_ms = rec->last_activity_ms = realtime_ms();
+	rec->created_ms = rec->last_activity_ms = ts_realtime_ms();
 	rec->ttl_ms = o->ttl_ms < 0 ? TS_DEFAULT_TTL_MS : o->ttl_ms;
 	rec->ttl_absolute = o->ttl_absolute;
 	rec->owner_pid = o->owner_pid;

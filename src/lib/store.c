@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cleanup.h"
 #include "sqldb.h"
@@ -65,14 +64,6 @@ static void __attribute__((format(printf, 3, 4))) msgf(char *buf, size_t len, co
 	va_start(ap, fmt);
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
-}
-
-long long ts_store_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 static bool all_hex(const char *p)
@@ -372,7 +363,7 @@ static int quarantine(struct ts_store *s, long long rowid, const char *why, stru
 		    0)
 		goto fail;
 	sqlite3_bind_text(ins, 1, why, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(ins, 2, ts_store_now_ms());
+	sqlite3_bind_int64(ins, 2, ts_realtime_ms());
 	sqlite3_bind_int64(ins, 3, rowid);
 	sqlite3_bind_int64(del, 1, rowid);
 	if ((rc = ts_sqldb_step(ins)) != SQLITE_DONE || (rc = ts_sqldb_step(del)) != SQLITE_DONE) {
@@ -560,7 +551,7 @@ int ts_store_touch(struct ts_store *s, const char *id, struct ts_error *err)
 		     "WHERE id = ?2",
 		     err)) < 0)
 		return r;
-	sqlite3_bind_int64(st, 1, ts_store_now_ms());
+	sqlite3_bind_int64(st, 1, ts_realtime_ms());
 	sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
 	rc = ts_sqldb_step(st);
 	if (rc != SQLITE_DONE)

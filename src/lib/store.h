@@ -23,7 +23,7 @@ struct ts_sandbox_rec {
 	char *spec;		       /* JSON: what create was asked (image, policy, env, limits,
 				      * user...), enough to rebuild the sandbox on start; owned */
 	char *labels;		       /* JSON object {"k": "v"}; owned; "{}" when none */
-	long long created_ms;	       /* CLOCK_REALTIME ms */
+	long long created_ms;	       /* CLOCK_REALTIME ms (ts_realtime_ms), as every *_ms */
 	long long started_ms;	       /* last start, 0 when never */
 	long long last_activity_ms;    /* last command, file operation or attached process */
 	long long ttl_ms;	       /* idle timeout; 0 = none */
@@ -47,9 +47,6 @@ struct ts_store;
  */
 bool ts_store_name_valid(const char *name);
 bool ts_store_ref_valid(const char *ref);
-
-/* CLOCK_REALTIME in milliseconds: the clock of every *_ms field of a record. */
-long long ts_store_now_ms(void);
 
 /*
  * Open (creating or upgrading the schema if needed) $root/state.db: WAL, synchronous=FULL,
