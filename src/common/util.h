@@ -77,6 +77,14 @@ bool ts_startswith(const char *s, const char *prefix);
 int ts_self_dir(char *buf, size_t len);
 
 /*
+ * Our own cgroup ("/user.slice/...", "/" at the root) in the hierarchy that holds
+ * controller (cgroup v1: "memory", "pids", "cpu", ...; "" for the v2 line "0::PATH"),
+ * from /proc/self/cgroup. 0, -ENOENT (no such hierarchy), -ENAMETOOLONG (buf too small),
+ * or -errno from reading the file.
+ */
+int ts_self_cgroup(const char *controller, char *buf, size_t len);
+
+/*
  * Every signal back to its default disposition, and none blocked. What a process
  * inherits is its caller's choice, not ours: a SIGCHLD ignored by the caller (`trap ''
  * CHLD`) would make children vanish unreaped and every wait for them fail with ECHILD.
