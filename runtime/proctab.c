@@ -11,7 +11,6 @@
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "pty.h"
@@ -82,14 +81,6 @@ struct ts_proctab {
 	struct ts_proc procs[TS_PROC_MAX];
 	size_t n_procs; /* procs[0..n_procs) are used */
 };
-
-static long long realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void emit(struct ts_proctab *t, int conn, const struct ts_ctl_msg *m)
 {
@@ -766,7 +757,7 @@ void ts_proctab_spawn(struct ts_proctab *t, int conn, const struct ts_ctl_msg *r
 	p->running = true;
 	p->flags = (uint32_t)s.flags;
 	p->uid = s.as;
-	p->started_ms = realtime_ms();
+	p->started_ms = ts_realtime_ms();
 	p->deadline = s.timeout_ms ? ts_now_ms() + s.timeout_ms : 0;
 	{
 		size_t budget = TS_PROC_CONFIG_MAX;
@@ -920,7 +911,7 @@ static void ended(struct ts_proctab *t, struct ts_proc *p, int status)
 {
 	p->running = false;
 	p->status = status;
-	p->ended_ms = realtime_ms();
+	p->ended_ms = ts_realtime_ms();
 	p->ended_mono = ts_now_ms();
 	drain(t, p);
 	/* Its group may have survivors (a background job it left): the group dies with its

@@ -396,20 +396,16 @@ static int proc_call(struct ts_sb *sb, uint16_t type, const struct ts_proc_sel *
 		     struct ts_error *err)
 {
 	struct ts_ctl_client *c = NULL;
-	struct ts_ctl_msg m = { 0 }, reply = { 0 };
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
 	int r;
 
 	ts_ctl_msg_init(&m, type, 0);
 	r = put_sel(&m, p);
 	if (r == 0 && fill)
 		r = fill(&m, arg);
-	if (r < 0) {
-		ts_ctl_msg_free(&m);
+	if (r < 0)
 		return ts_err(err, r, "request too large");
-	}
 	r = proc_request(sb, &m, TS_CTL_OK, &reply, &c, err);
-	ts_ctl_msg_free(&m);
-	ts_ctl_msg_free(&reply);
 	ts_local_proc_conn_done(((struct local_sb *)sb->impl)->l, ts_sb_id(sb), c,
 				r == 0 || (r != -EPROTO && !ts_local_conn_gone(r)));
 	return r;

@@ -2,9 +2,9 @@
 /*
  * The local backend's files: a file connection to the sandbox's init is served by a
  * worker of its own inside the sandbox (runtime/files.c). Requests (stat, list, mkdir,
- * remove, rename) are one connection each, through src/lib/files.c; transfers and watches
+ * remove, rename) are one connection each, through src/lib/fileclient.c; transfers and watches
  * are streams driven without blocking: their replies are read and checked here, as
- * untrusted input, as files.c checks them.
+ * untrusted input, as fileclient.c checks them.
  */
 #include "local.h"
 
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "files.h"
+#include "fileclient.h"
 #include "util.h"
 
 #define TS_XFER_QUEUE_MAX (2U * TS_CTL_CHUNK) /* bytes a write may queue before step */
@@ -478,23 +478,19 @@ int ts_local_watch_step(struct ts_watch *w, struct ts_watch_event *ev, struct ts
 		    { "rename", TS_WATCH_RENAME },
 		    { "chmod", TS_WATCH_CHMOD } };
 	struct local_watch *l = w->impl;
-	struct ts_ctl_msg m = { 0 };
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 };
 	char what[16];
 	int r = ts_ctl_client_read(l->c, &m);
 
 	if (r <= 0)
 		return r == 0 ? 0 : ts_err_errno(err, r, "watch: the sandbox's connection");
-	if (m.type == TS_CTL_ERROR) {
-		r = ts_ctl_client_remote_error(&m, err);
-		ts_ctl_msg_free(&m);
-		return r;
-	}
+	if (m.type == TS_CTL_ERROR)
+		return ts_ctl_client_remote_error(&m, err);
 	r = m.type == TS_CTL_FILE_EVENT &&
 			    ts_ctl_get_str(&m, TS_T_PATH, ev->name, sizeof(ev->name)) == 0 &&
 			    ts_ctl_get_str(&m, TS_T_EVENT, what, sizeof(what)) == 0
 		    ? 1
 		    : ts_err(err, -EPROTO, "watch: a bad event from the sandbox");
-	ts_ctl_msg_free(&m);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)

@@ -5,6 +5,7 @@
 #include "leftovers.h"
 #include "sandbox.h"
 #include "sbstatus.h"
+#include "util.h"
 
 #define REAP_GRACE_MS 2000
 
@@ -30,7 +31,7 @@ int ts_local_reap(struct ts_backend *b, bool dry_run, bool (*stop_early)(void), 
 		struct ts_error stop_err = { 0 };
 		long long amount;
 		char detail[128];
-		enum ts_reap_reason why = ts_sb_judge(&recs[i], ts_store_now_ms(), &live, &amount,
+		enum ts_reap_reason why = ts_sb_judge(&recs[i], ts_realtime_ms(), &live, &amount,
 						      detail, sizeof(detail));
 		struct ts_reap_action a = {
 			.id = recs[i].id,

@@ -277,7 +277,7 @@ static int local_connect(struct ts_backend *b, const char *id, long long timeout
 		return r;
 	}
 	if (timeout_ms >= 0) {
-		long long now = ts_store_now_ms(), cur = end_at(&s->rec, now);
+		long long now = ts_realtime_ms(), cur = end_at(&s->rec, now);
 
 		/* connect only ever extends the deadline (E2B's connect) */
 		if (cur && now + timeout_ms > cur) {
@@ -317,7 +317,7 @@ static int local_remove(struct ts_sb *sb, unsigned flags, ts_be_warn_fn warn, vo
 static void info_from_rec(struct ts_sandbox_rec *rec, bool query, struct ts_sb_info *i)
 {
 	json_t *labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL), *spec, *j;
-	long long now = ts_store_now_ms();
+	long long now = ts_realtime_ms();
 	struct ts_sb_live live;
 	const char *key;
 	json_t *val;
@@ -448,7 +448,7 @@ static int local_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *er
 
 	if (r < 0)
 		return r;
-	set_deadline(&s->rec, ms, ts_store_now_ms());
+	set_deadline(&s->rec, ms, ts_realtime_ms());
 	return ts_store_update(st, &s->rec, err);
 }
 

@@ -9,7 +9,7 @@
 
 #include "backend.h"
 #include "cleanup.h"
-#include "files.h"
+#include "fileclient.h"
 #include "paths.h"
 #include "sandbox.h"
 #include "util.h"

@@ -30,7 +30,7 @@
 #include "copy.h"
 #include "ctl.h"
 #include "extract.h"
-#include "files.h"
+#include "fileclient.h"
 #include "store.h"
 #include "util.h"
 

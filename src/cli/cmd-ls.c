@@ -196,7 +196,7 @@ int ts_subcmd_ls(int argc, char **argv)
 	if (ts_backend_warning(b)[0])
 		fprintf(stderr, "toren-sandbox ls: warning: %s\n", ts_backend_warning(b));
 
-	now = ts_store_now_ms();
+	now = ts_realtime_ms();
 	if (json)
 		arr = json_array();
 	else

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "commands.h"
 #include "launch.h"
 #include "paths.h"
@@ -79,7 +80,7 @@ int ts_subcmd_run(int argc, char **argv)
 						  { "help", no_argument, NULL, 'h' },
 						  {} };
 	struct ts_run_opts o = { 0 };
-	struct ts_policy pol, cli;
+	_cleanup_(ts_policy_freep) struct ts_policy pol = { 0 }, cli = { 0 };
 	struct ts_paths paths;
 	struct ts_error err = { 0 };
 	char defpol[4200];
@@ -87,8 +88,6 @@ int ts_subcmd_run(int argc, char **argv)
 	const char *policy_file = NULL;
 	int c, status = 0, r;
 
-	ts_policy_init(&pol);
-	ts_policy_init(&cli);
 	optind = 1;
 	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
 	while ((c = getopt_long(argc, argv, "+te:vh", longopts, NULL)) != -1) {
@@ -186,12 +185,8 @@ int ts_subcmd_run(int argc, char **argv)
 	r = ts_run(&o, &status, &err);
 	if (r < 0)
 		goto fail;
-	ts_policy_free(&pol);
-	ts_policy_free(&cli);
 	return status;
 fail:
 	fprintf(stderr, "toren-sandbox: %s\n", err.msg);
-	ts_policy_free(&pol);
-	ts_policy_free(&cli);
 	return TS_EXIT_SETUP;
 }

@@ -152,8 +152,13 @@ struct ts_ctl_msg {
 /* Reset m to an empty message of the given type (keeps its buffer). */
 void ts_ctl_msg_init(struct ts_ctl_msg *m, uint16_t type, uint32_t id);
 
-/* Free the payload and close every fd still owned. */
+/* Free the payload and close every fd still owned; m is then empty and may be reused. */
 void ts_ctl_msg_free(struct ts_ctl_msg *m);
+/* For `_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 };` (also after a free). */
+static inline void ts_ctl_msg_freep(struct ts_ctl_msg *m)
+{
+	ts_ctl_msg_free(m);
+}
 
 /* Append a field. -E2BIG past TS_CTL_MAX_PAYLOAD, -ENOMEM. */
 int ts_ctl_put(struct ts_ctl_msg *m, uint16_t tag, const void *v, size_t len);

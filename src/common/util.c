@@ -398,6 +398,35 @@ int ts_self_dir(char *buf, size_t len)
 	return 0;
 }
 
+int ts_self_cgroup(const char *controller, char *buf, size_t len)
+{
+	_cleanup_free_ char *data = NULL;
+	char *save = NULL;
+	int r = ts_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &data, NULL);
+
+	if (r < 0)
+		return r;
+	/* lines are "ID:CONTROLLERS:PATH"; CONTROLLERS is comma separated ("cpu,cpuacct")
+	 * and empty on the v2 line */
+	for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2, *s2 = NULL;
+		bool found = false;
+
+		if (!c1 || !(c2 = strchr(c1 + 1, ':')))
+			continue;
+		*c2 = '\0';
+		if (!controller[0])
+			found = c1[1] == '\0';
+		else
+			for (char *t = strtok_r(c1 + 1, ",", &s2); t && !found;
+			     t = strtok_r(NULL, ",", &s2))
+				found = !strcmp(t, controller);
+		if (found)
+			return (size_t)snprintf(buf, len, "%s", c2 + 1) >= len ? -ENAMETOOLONG : 0;
+	}
+	return -ENOENT;
+}
+
 unsigned long long ts_now_ms(void)
 {
 	struct timespec ts;
@@ -405,6 +434,14 @@ unsigned long long ts_now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (unsigned long long)ts.tv_sec * 1000ULL +
 	       (unsigned long long)ts.tv_nsec / 1000000ULL;
+}
+
+long long ts_realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 void ts_signals_reset(void)

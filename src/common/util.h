@@ -77,11 +77,24 @@ bool ts_startswith(const char *s, const char *prefix);
 int ts_self_dir(char *buf, size_t len);
 
 /*
+ * Our own cgroup ("/user.slice/...", "/" at the root) in the hierarchy that holds
+ * controller (cgroup v1: "memory", "pids", "cpu", ...; "" for the v2 line "0::PATH"),
+ * from /proc/self/cgroup. 0, -ENOENT (no such hierarchy), -ENAMETOOLONG (buf too small),
+ * or -errno from reading the file.
+ */
+int ts_self_cgroup(const char *controller, char *buf, size_t len);
+
+/*
  * Every signal back to its default disposition, and none blocked. What a process
  * inherits is its caller's choice, not ours: a SIGCHLD ignored by the caller (`trap ''
  * CHLD`) would make children vanish unreaped and every wait for them fail with ECHILD.
  */
 void ts_signals_reset(void);
 
-/* Seconds since an arbitrary point, from CLOCK_MONOTONIC, in milliseconds. */
+/* Milliseconds since an arbitrary point (CLOCK_MONOTONIC): for deadlines and durations,
+ * which a change of the wall clock must not move. The one monotonic clock of the tree. */
 unsigned long long ts_now_ms(void);
+
+/* Milliseconds since the epoch (CLOCK_REALTIME): for times that are shown or stored (a
+ * record's *_ms fields, a process's start and end). The one wall clock of the tree. */
+long long ts_realtime_ms(void);

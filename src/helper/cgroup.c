@@ -13,38 +13,6 @@
 #include "cleanup.h"
 #include "util.h"
 
-/* Our own cgroup in the hierarchy that holds `controller` ("" for the v2 line). */
-static int own_cgroup(const char *controller, char *buf, size_t len)
-{
-	_cleanup_free_ char *data = NULL;
-	char *line, *save = NULL;
-	int r = ts_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &data, NULL);
-
-	if (r < 0)
-		return r;
-	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *c1 = strchr(line, ':'), *c2;
-
-		if (!c1 || !(c2 = strchr(c1 + 1, ':')))
-			continue;
-		*c2 = '\0';
-		/* the controller list is comma separated: "cpu,cpuacct" */
-		for (char *tok = c1 + 1, *s2 = NULL, *t = strtok_r(tok, ",", &s2); t;
-		     t = strtok_r(NULL, ",", &s2)) {
-			if (strcmp(t, controller) == 0 || (!controller[0] && c1[1] == '\0')) {
-				if ((size_t)snprintf(buf, len, "%s", c2 + 1) >= len)
-					return -ENAMETOOLONG;
-				return 0;
-			}
-		}
-		if (!controller[0] && c1[1] == '\0') {
-			snprintf(buf, len, "%s", c2 + 1);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 static int write_knob(const char *dir, const char *knob, const char *value, bool optional,
 		      struct ts_error *err)
 {
@@ -69,7 +37,7 @@ static int make_leaf(struct ts_cgroup_plan *plan, const char *mount, const char 
 
 	if (plan->n_paths >= ELEMENTSOF(plan->paths))
 		return ts_err(err, -E2BIG, "too many cgroup hierarchies");
-	r = own_cgroup(controller, own, sizeof(own));
+	r = ts_self_cgroup(controller, own, sizeof(own));
 	if (r < 0)
 		return ts_err_errno(err, r, "find our cgroup for `%s`",
 				    controller[0] ? controller : "unified");

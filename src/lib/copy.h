@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "error.h"
-#include "files.h"
+#include "fileclient.h"
 
 /*
  * What a copy needs of the sandbox's files (the caller's: the CLI gives the backend

@@ -140,7 +140,7 @@ int ts_ctl_client_connect(const char *dir, const char *label, int hello_ms,
 {
 	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = calloc(1, sizeof(*c));
 	_cleanup_close_ int runfd = -EBADF;
-	struct ts_ctl_msg m = { 0 }, reply = { 0 };
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
 	struct sockaddr_un sa;
 	char run[4200];
 	int r;
@@ -165,7 +165,6 @@ int ts_ctl_client_connect(const char *dir, const char *label, int hello_ms,
 	r = ts_ctl_put_u64(&m, TS_T_VERSION, TS_CTL_VERSION);
 	if (r == 0)
 		r = ts_ctl_client_send(c, &m);
-	ts_ctl_msg_free(&m);
 	if (r < 0)
 		return ts_err_errno(err, r, "sandbox `%s`: hello", label);
 	r = ts_ctl_client_wait(c, &reply, hello_ms, err);
@@ -176,7 +175,6 @@ int ts_ctl_client_connect(const char *dir, const char *label, int hello_ms,
 
 		ts_ctl_client_remote_error(&reply, err);
 		snprintf(msg, sizeof(msg), "%.399s", err->msg);
-		ts_ctl_msg_free(&reply);
 		return ts_err(err, -EPROTO,
 			      "sandbox `%s` was started by another version of toren-sandbox (%s): "
 			      "`toren-sandbox restart %s` starts it again with this one (its "
@@ -184,18 +182,15 @@ int ts_ctl_client_connect(const char *dir, const char *label, int hello_ms,
 			      label, msg, label);
 	}
 	if (reply.type != TS_CTL_HELLO || ts_ctl_get_u64(&reply, TS_T_VERSION, &c->version) < 0 ||
-	    c->version != TS_CTL_VERSION) {
-		ts_ctl_msg_free(&reply);
+	    c->version != TS_CTL_VERSION)
 		return ts_err(err, -EPROTO,
 			      "sandbox `%s` speaks control protocol %llu, this toren-sandbox %d: "
 			      "another version started it; `toren-sandbox restart %s` starts it "
 			      "again with this one (its processes end, its files stay)",
 			      label, (unsigned long long)c->version, TS_CTL_VERSION, label);
-	}
 	ts_ctl_get_u64(&reply, TS_T_PID, &c->init_pid);
 	ts_ctl_get_u64(&reply, TS_T_IDLE_MS, &c->idle_ms);
 	ts_ctl_get_u64(&reply, TS_T_ATTACHED, &c->attached);
-	ts_ctl_msg_free(&reply);
 	*ret = TAKE_PTR(c);
 	return 0;
 }

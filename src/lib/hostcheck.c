@@ -49,36 +49,6 @@ static bool is_fs(const char *path, long magic)
 	return statfs(path, &sfs) == 0 && sfs.f_type == magic;
 }
 
-/* Our cgroup path in the hierarchy with `controller` ("" = the v2 line). */
-static bool own_cgroup(const char *controller, char *buf, size_t len)
-{
-	_cleanup_free_ char *data = NULL;
-	char *save = NULL;
-
-	if (ts_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &data, NULL) < 0)
-		return false;
-	for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *c1 = strchr(line, ':'), *c2, *s2 = NULL;
-
-		if (!c1 || !(c2 = strchr(c1 + 1, ':')))
-			continue;
-		*c2 = '\0';
-		if (!controller[0]) {
-			if (c1[1] == '\0') {
-				snprintf(buf, len, "%s", c2 + 1);
-				return true;
-			}
-			continue;
-		}
-		for (char *t = strtok_r(c1 + 1, ",", &s2); t; t = strtok_r(NULL, ",", &s2))
-			if (!strcmp(t, controller)) {
-				snprintf(buf, len, "%s", c2 + 1);
-				return true;
-			}
-	}
-	return false;
-}
-
 bool ts_cgroup_delegated(const char *controller, char *why, size_t len)
 {
 	char own[1024], path[2048];
@@ -89,7 +59,7 @@ bool ts_cgroup_delegated(const char *controller, char *why, size_t len)
 		len = sizeof(dummy);
 	}
 	if (is_fs("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC)) {
-		if (!own_cgroup("", own, sizeof(own))) {
+		if (ts_self_cgroup("", own, sizeof(own)) < 0) {
 			snprintf(why, len, "cgroup v2: own cgroup unknown");
 			return false;
 		}
@@ -112,7 +82,7 @@ bool ts_cgroup_delegated(const char *controller, char *why, size_t len)
 		snprintf(why, len, "no cgroup v1 `%s` hierarchy and no cgroup v2 root", controller);
 		return false;
 	}
-	if (!own_cgroup(controller, own, sizeof(own))) {
+	if (ts_self_cgroup(controller, own, sizeof(own)) < 0) {
 		snprintf(why, len, "cgroup v1 `%s`: own cgroup unknown", controller);
 		return false;
 	}
@@ -135,7 +105,7 @@ void ts_cgroup_remove(const char *name)
 	for (size_t i = 0; i < ELEMENTSOF(ctrls); i++) {
 		const char *mount = ctrls[i][0] ? "/sys/fs/cgroup/" : "/sys/fs/cgroup";
 
-		if (!own_cgroup(ctrls[i], own, sizeof(own)))
+		if (ts_self_cgroup(ctrls[i], own, sizeof(own)) < 0)
 			continue;
 		snprintf(path, sizeof(path), "%s%s%s/toren-sandbox/%s", mount, ctrls[i],
 			 strcmp(own, "/") ? own : "", name);

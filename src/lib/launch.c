@@ -31,6 +31,7 @@
 #include "paths.h"
 #include "protect.h"
 #include "relay.h"
+#include "seccomp-cache.h"
 #include "seccomp-compile.h"
 #include "strv.h"
 #include "trustpath.h"

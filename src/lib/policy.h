@@ -76,6 +76,12 @@ void ts_policy_init(struct ts_policy *p);
 
 /* Free everything p owns and zero it. Accepts a zeroed p. */
 void ts_policy_free(struct ts_policy *p);
+/* For `_cleanup_(ts_policy_freep) struct ts_policy p = { 0 };` (a zeroed policy is an
+ * initialised one). */
+static inline void ts_policy_freep(struct ts_policy *p)
+{
+	ts_policy_free(p);
+}
 
 /*
  * Parse the YAML policy at path and merge it into p: scalars replace, lists append.

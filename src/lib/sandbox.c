@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -32,14 +31,6 @@
 /* how long init may take to answer HELLO; it serves from a poll loop, so a slow answer
  * means a stuck or hostile init */
 #define TS_ANSWER_MS 10000
-
-static long long realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* What create was asked, resolved (env values taken from the host now), as JSON: start
  * rebuilds the same sandbox from it. */
@@ -305,16 +296,16 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_
 		return ts_err_prefix(err, r, "start `%s`", rec->id);
 	rec->init_pid = init;
 	rec->init_start = ts_proc_start_time(init);
-	rec->started_ms = rec->last_activity_ms = realtime_ms();
+	rec->started_ms = rec->last_activity_ms = ts_realtime_ms();
 	snprintf(rec->state, sizeof(rec->state), "running");
 	return ts_store_update(st, rec, err);
 }
 
-int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec,
+static int create_rec(const struct ts_create_opts *o, struct ts_sandbox_rec *rec,
 		      struct ts_error *err)
 {
 	struct ts_paths paths;
-	struct ts_store *st = NULL;
+	_cleanup_(ts_store_closep) struct ts_store *st = NULL;
 	char ws[4096];
 	bool own_ws = !o->workspace;
 	int r;
@@ -340,26 +331,22 @@ int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 	snprintf(rec->workspace, sizeof(rec->workspace), "%s", ws);
 	rec->spec = spec_json(o, ws, own_ws);
 	rec->labels = labels_json(o->labels, err);
-	if (!rec->spec || !rec->labels) {
-		r = rec->labels ? ts_err(err, -ENOMEM, "build spec") : -EINVAL;
-		goto fail;
-	}
-	rec->created_ms = rec->last_activity_ms = realtime_ms();
+	if (!rec->spec || !rec->labels)
+		return rec->labels ? ts_err(err, -ENOMEM, "build spec") : -EINVAL;
+	rec->created_ms = rec->last_activity_ms = ts_realtime_ms();
 	rec->ttl_ms = o->ttl_ms < 0 ? TS_DEFAULT_TTL_MS : o->ttl_ms;
 	rec->ttl_absolute = o->ttl_absolute;
 	rec->owner_pid = o->owner_pid;
 	rec->owner_start = o->owner_pid ? ts_proc_start_time(o->owner_pid) : 0;
-	if (o->owner_pid && !rec->owner_start) {
-		r = ts_err(err, -ESRCH, "owner process %d does not exist", (int)o->owner_pid);
-		goto fail;
-	}
+	if (o->owner_pid && !rec->owner_start)
+		return ts_err(err, -ESRCH, "owner process %d does not exist", (int)o->owner_pid);
 	snprintf(rec->state, sizeof(rec->state), "stopped");
 	r = ts_store_open(&st, paths.root, err);
 	if (r < 0)
-		goto fail;
+		return r;
 	r = ts_store_insert(st, rec, err);
 	if (r < 0)
-		goto fail;
+		return r;
 	r = ts_sandbox_start(st, rec, err);
 	if (r < 0) {
 		/* as if never attempted: the record and what start made go again */
@@ -378,14 +365,19 @@ int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 			}
 			rmdir(rec->dir);
 		}
-		goto fail;
+		return r;
 	}
-	ts_store_close(st);
 	return 0;
-fail:
+}
+
+int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec,
+		      struct ts_error *err)
+{
+	int r = create_rec(o, rec, err);
+
 	/* nothing of a sandbox that was never made stays with the caller */
-	ts_sandbox_rec_free(rec);
-	ts_store_close(st);
+	if (r < 0)
+		ts_sandbox_rec_free(rec);
 	return r;
 }
 

@@ -772,7 +772,7 @@ static int parse_profile(struct compiler *c, json_t *root, struct ts_error *err)
 	return 0;
 }
 
-static int read_profile(const char *path, char **ret, size_t *ret_len, struct ts_error *err)
+int ts_seccomp_read_profile(const char *path, char **ret, size_t *ret_len, struct ts_error *err)
 {
 	int r = ts_read_file_at(AT_FDCWD, path, PROFILE_MAX_BYTES, ret, ret_len);
 
@@ -904,10 +904,11 @@ static int compile_buf(const char *path, const char *buf, size_t len, unsigned f
 }
 
 /*
- * Export through a memfd so the size can be checked before anything reaches fd: the
+ * Export through a memfd so the size can be checked before the program is handed out: the
  * kernel refuses programs over BPF_MAXINSNS only at load time, inside the sandbox.
  */
-static int export_bpf(const char *path, scmp_filter_ctx ctx, int fd, struct ts_error *err)
+static int export_bpf(const char *path, scmp_filter_ctx ctx, char **ret, size_t *ret_len,
+		      struct ts_error *err)
 {
 	_cleanup_close_ int mfd = -EBADF;
 	_cleanup_free_ char *prog = NULL;
@@ -938,26 +939,39 @@ static int export_bpf(const char *path, scmp_filter_ctx ctx, int fd, struct ts_e
 	r = ts_read_all(mfd, prog, (size_t)st.st_size);
 	if (r < 0)
 		return ts_err_errno(err, r, "read the exported seccomp filter");
-	r = ts_write_all(fd, prog, (size_t)st.st_size);
-	if (r < 0)
-		return ts_err_errno(err, r, "write the seccomp filter");
+	*ret = TAKE_PTR(prog);
+	*ret_len = (size_t)st.st_size;
 	return 0;
+}
+
+int ts_seccomp_compile_buf(const char *path, const char *buf, size_t len, unsigned flags,
+			   char **ret, size_t *ret_len, struct ts_error *err)
+{
+	_cleanup_(scmp_ctx_freep) scmp_filter_ctx ctx = NULL;
+	int r;
+
+	r = compile_buf(path, buf, len, flags, &ctx, err);
+	if (r < 0)
+		return r;
+	return export_bpf(path, ctx, ret, ret_len, err);
 }
 
 int ts_seccomp_compile_to_fd(const char *profile_path, unsigned flags, int fd, struct ts_error *err)
 {
-	_cleanup_(scmp_ctx_freep) scmp_filter_ctx ctx = NULL;
-	_cleanup_free_ char *buf = NULL;
-	size_t len;
+	_cleanup_free_ char *buf = NULL, *prog = NULL;
+	size_t len, prog_len;
 	int r;
 
-	r = read_profile(profile_path, &buf, &len, err);
+	r = ts_seccomp_read_profile(profile_path, &buf, &len, err);
 	if (r < 0)
 		return r;
-	r = compile_buf(profile_path, buf, len, flags, &ctx, err);
+	r = ts_seccomp_compile_buf(profile_path, buf, len, flags, &prog, &prog_len, err);
 	if (r < 0)
 		return r;
-	return export_bpf(profile_path, ctx, fd, err);
+	r = ts_write_all(fd, prog, prog_len);
+	if (r < 0)
+		return ts_err_errno(err, r, "write the seccomp filter");
+	return 0;
 }
 
 int ts_seccomp_export_pfc(const char *profile_path, unsigned flags, int fd, struct ts_error *err)
@@ -967,7 +981,7 @@ int ts_seccomp_export_pfc(const char *profile_path, unsigned flags, int fd, stru
 	size_t len;
 	int r;
 
-	r = read_profile(profile_path, &buf, &len, err);
+	r = ts_seccomp_read_profile(profile_path, &buf, &len, err);
 	if (r < 0)
 		return r;
 	r = compile_buf(profile_path, buf, len, flags, &ctx, err);
@@ -986,20 +1000,18 @@ static void sha256_str(struct sha256_ctx *h, const char *s)
 }
 
 /*
- * Everything the output depends on: the profile, this compiler, libseccomp (its version
- * and, because distributions patch tables without bumping it, the set of numbers it can
- * name), the native arch and the kernel release (includes/excludes "minKernel").
+ * Everything the output depends on besides the profile's bytes: this compiler, libseccomp
+ * (its version and, because distributions patch tables without bumping it, the set of
+ * numbers it can name), the native arch, the kernel release (includes/excludes
+ * "minKernel") and the flags.
  */
-static int cache_key(const char *buf, size_t len, unsigned flags,
-		     char hex[2 * SHA256_DIGEST_SIZE + 1], struct ts_error *err)
+int ts_seccomp_compile_fingerprint(struct sha256_ctx *h, unsigned flags, struct ts_error *err)
 {
 	const struct scmp_version *v = seccomp_version();
 	const struct arch_name *arch = native_arch();
-	uint8_t known[NR_SCAN_LIMIT / 8], digest[SHA256_DIGEST_SIZE];
-	struct sha256_ctx h;
+	uint8_t known[NR_SCAN_LIMIT / 8];
 	struct utsname u;
 	char tmp[64];
-	uint64_t n = len;
 
 	if (!arch)
 		return ts_err(err, -EOPNOTSUPP, "seccomp: unsupported native architecture 0x%x",
@@ -1008,190 +1020,14 @@ static int cache_key(const char *buf, size_t len, unsigned flags,
 		return ts_err_errno(err, -errno, "uname");
 	known_syscalls(arch->token, known);
 
-	sha256_init(&h);
-	sha256_str(&h, TS_SECCOMP_COMPILER_VERSION);
+	sha256_str(h, TS_SECCOMP_COMPILER_VERSION);
 	snprintf(tmp, sizeof(tmp), "libseccomp %u.%u.%u api %u", v->major, v->minor, v->micro,
 		 seccomp_api_get());
-	sha256_str(&h, tmp);
-	sha256_update(&h, sizeof(known), known);
-	sha256_str(&h, arch->scmp);
-	sha256_str(&h, u.release);
+	sha256_str(h, tmp);
+	sha256_update(h, sizeof(known), known);
+	sha256_str(h, arch->scmp);
+	sha256_str(h, u.release);
 	snprintf(tmp, sizeof(tmp), "flags %x", flags);
-	sha256_str(&h, tmp);
-	sha256_update(&h, sizeof(n), (const uint8_t *)&n);
-	sha256_update(&h, len, (const uint8_t *)buf);
-	sha256_digest(&h, sizeof(digest), digest);
-	for (size_t i = 0; i < sizeof(digest); i++)
-		snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-	return 0;
-}
-
-/*
- * The cache feeds the helper a filter to load, so whoever can write the directory decides
- * the sandbox's syscall policy: it must be ours and closed to others.
- */
-static int open_cache_dir(const char *cache_dir, char *abs, size_t abs_len, int *ret_fd,
-			  struct ts_error *err)
-{
-	_cleanup_close_ int fd = -EBADF;
-	char real[PATH_MAX];
-	struct stat st;
-	int r;
-
-	r = ts_mkdir_p(AT_FDCWD, cache_dir, 0700);
-	if (r < 0)
-		return ts_err_errno(err, r, "create seccomp cache directory `%s`", cache_dir);
-	fd = open(cache_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return ts_err_errno(err, -errno, "open seccomp cache directory `%s`", cache_dir);
-	if (fstat(fd, &st) < 0)
-		return ts_err_errno(err, -errno, "stat seccomp cache directory `%s`", cache_dir);
-	if (st.st_uid != geteuid() || (st.st_mode & 022))
-		return ts_err(err, -EPERM,
-			      "seccomp cache directory `%s` is not owned by uid %u or is "
-			      "writable by others",
-			      cache_dir, (unsigned int)geteuid());
-	if (!realpath(cache_dir, real))
-		return ts_err_errno(err, -errno, "resolve seccomp cache directory `%s`", cache_dir);
-	if (strlen(real) >= abs_len)
-		return ts_err(err, -ENAMETOOLONG, "seccomp cache directory `%s`: path too long",
-			      cache_dir);
-	strcpy(abs, real);
-	*ret_fd = TAKE_FD(fd);
-	return 0;
-}
-
-/*
- * "s-<hex>": FNV-1a over the profile's and our executable's identity (device, inode,
- * size, mtime, ctime). Any change to either gives another name, so a stale link is
- * never followed to an old program.
- */
-static int stat_key(const char *profile_path, unsigned flags, char *buf, size_t len)
-{
-	struct stat a, b;
-	unsigned long long h = 1469598103934665603ULL, v[13];
-
-	if (stat(profile_path, &a) < 0 || stat("/proc/self/exe", &b) < 0)
-		return -errno;
-	v[0] = a.st_dev;
-	v[1] = a.st_ino;
-	v[2] = (unsigned long long)a.st_size;
-	v[3] = (unsigned long long)a.st_mtim.tv_sec;
-	v[4] = (unsigned long long)a.st_mtim.tv_nsec;
-	v[5] = (unsigned long long)a.st_ctim.tv_nsec;
-	v[6] = b.st_dev;
-	v[7] = b.st_ino;
-	v[8] = (unsigned long long)b.st_size;
-	v[9] = (unsigned long long)b.st_mtim.tv_sec;
-	v[10] = (unsigned long long)b.st_mtim.tv_nsec;
-	v[11] = (unsigned long long)a.st_ctim.tv_sec;
-	v[12] = flags;
-	for (size_t i = 0; i < 13; i++)
-		for (int k = 0; k < 8; k++) {
-			h ^= (v[i] >> (8 * k)) & 0xff;
-			h *= 1099511628211ULL;
-		}
-	/* the kernel release too, as in the content key (minKernel rules) */
-	{
-		struct utsname u;
-
-		if (uname(&u) == 0)
-			for (const char *c = u.release; *c; c++) {
-				h ^= (unsigned char)*c;
-				h *= 1099511628211ULL;
-			}
-	}
-	snprintf(buf, len, "s-%016llx", h);
-	return 0;
-}
-
-/* Point the stat key at the content-named program (atomically; best effort). */
-static void link_stat_key(int dfd, const char *skey, const char *target)
-{
-	char tmp[160];
-
-	if (!skey[0])
-		return;
-	snprintf(tmp, sizeof(tmp), ".%s.%d", skey, (int)getpid());
-	unlinkat(dfd, tmp, 0);
-	if (symlinkat(target, dfd, tmp) == 0 && renameat(dfd, tmp, dfd, skey) < 0)
-		unlinkat(dfd, tmp, 0);
-}
-
-int ts_seccomp_compile_cached(const char *profile_path, unsigned flags, const char *cache_dir,
-			      char *ret_path, size_t ret_path_len, struct ts_error *err)
-{
-	_cleanup_(scmp_ctx_freep) scmp_filter_ctx ctx = NULL;
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_close_ int dfd = -EBADF, fd = -EBADF;
-	char hex[2 * SHA256_DIGEST_SIZE + 1], dir[PATH_MAX], name[2 * SHA256_DIGEST_SIZE + 8];
-	char path[PATH_MAX], tmp[PATH_MAX], skey[128] = "";
-	struct stat st;
-	size_t len;
-	int r;
-
-	r = open_cache_dir(cache_dir, dir, sizeof(dir), &dfd, err);
-	if (r < 0)
-		return r;
-	/* Fast path, on every sandbox start: the content key costs a read, a SHA-256 and a
-	 * libseccomp probe; the same profile file, unchanged, with the same executable (our
-	 * libseccomp is linked in) maps to it through a symlink named by stat data. */
-	if (stat_key(profile_path, flags, skey, sizeof(skey)) == 0) {
-		char target[2 * SHA256_DIGEST_SIZE + 8];
-		ssize_t n = readlinkat(dfd, skey, target, sizeof(target) - 1);
-
-		if (n > 4 && !strchr((target[n] = '\0', target), '/') &&
-		    fstatat(dfd, target, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_size > 0 && st.st_size % (off_t)sizeof(struct sock_filter) == 0 &&
-		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, target) < sizeof(path) &&
-		    strlen(path) < ret_path_len) {
-			strcpy(ret_path, path);
-			return 0;
-		}
-	}
-	r = read_profile(profile_path, &buf, &len, err);
-	if (r < 0)
-		return r;
-	r = cache_key(buf, len, flags, hex, err);
-	if (r < 0)
-		return r;
-	snprintf(name, sizeof(name), "%s.bpf", hex);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, hex) >= sizeof(tmp) ||
-	    strlen(path) >= ret_path_len)
-		return ts_err(err, -ENAMETOOLONG, "seccomp cache path in `%s` is too long",
-			      cache_dir);
-
-	/* A torn or foreign file (not whole instructions) is rebuilt, never loaded. */
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size > 0 && st.st_size % (off_t)sizeof(struct sock_filter) == 0) {
-		link_stat_key(dfd, skey, name);
-		strcpy(ret_path, path);
-		return 0;
-	}
-
-	r = compile_buf(profile_path, buf, len, flags, &ctx, err);
-	if (r < 0)
-		return r;
-
-	/* Same-directory temp file, fsync, rename, fsync the directory: all or nothing. */
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return ts_err_errno(err, -errno, "create a temporary file in `%s`", dir);
-	r = export_bpf(profile_path, ctx, fd, err);
-	if (r >= 0 && fchmod(fd, 0644) < 0)
-		r = ts_err_errno(err, -errno, "chmod `%s`", tmp);
-	if (r >= 0 && fsync(fd) < 0)
-		r = ts_err_errno(err, -errno, "fsync `%s`", tmp);
-	if (r >= 0 && rename(tmp, path) < 0)
-		r = ts_err_errno(err, -errno, "rename `%s` to `%s`", tmp, path);
-	if (r < 0) {
-		unlink(tmp);
-		return r;
-	}
-	if (fsync(dfd) < 0)
-		return ts_err_errno(err, -errno, "fsync `%s`", dir);
-	link_stat_key(dfd, skey, name);
-	strcpy(ret_path, path);
+	sha256_str(h, tmp);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <nettle/sha2.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -24,16 +25,6 @@
 #define TS_SECCOMP_GUARD_SETID (1U << 0) /* no setuid/setgid modes (seccomp-setid.h) */
 
 /*
- * Compile the profile at profile_path (with flags) and store the BPF in cache_dir, named by the
- * SHA-256 of (profile bytes, libseccomp version, compiler version). A cached program is
- * reused without loading libseccomp's compiler again. On success writes the absolute
- * path of the .bpf file to ret_path. Returns 0 or -errno; err names the file and,
- * for JSON or profile errors, the line/column or the syscall.
- */
-int ts_seccomp_compile_cached(const char *profile_path, unsigned flags, const char *cache_dir,
-			      char *ret_path, size_t ret_path_len, struct ts_error *err);
-
-/*
  * Compile the profile at profile_path and write the BPF program to fd.
  * Returns 0 or -errno.
  */
@@ -45,3 +36,25 @@ int ts_seccomp_compile_to_fd(const char *profile_path, unsigned flags, int fd,
  * to fd. Used by the policy test that diffs the real filter against the intended table.
  */
 int ts_seccomp_export_pfc(const char *profile_path, unsigned flags, int fd, struct ts_error *err);
+
+/*
+ * Read a profile file (at most 4 MiB) into a new NUL-terminated buffer. 0 or -errno
+ * (-EFBIG when larger); err names the file.
+ */
+int ts_seccomp_read_profile(const char *path, char **ret, size_t *ret_len, struct ts_error *err);
+
+/*
+ * Compile the profile bytes buf (read from path, which messages name) to a BPF program in
+ * a new buffer *ret of *ret_len bytes: whole struct sock_filter instructions, at most
+ * BPF_MAXINSNS of them (-E2BIG). 0 or -errno.
+ */
+int ts_seccomp_compile_buf(const char *path, const char *buf, size_t len, unsigned flags,
+			   char **ret, size_t *ret_len, struct ts_error *err);
+
+/*
+ * Feed h with everything a compiled program depends on besides the profile's bytes: this
+ * compiler's version, libseccomp's version and the syscall numbers it can name, the native
+ * architecture, the kernel release and flags. For a cache key (seccomp-cache.h). 0, or
+ * -EOPNOTSUPP on an architecture we do not compile for, or -errno of uname.
+ */
+int ts_seccomp_compile_fingerprint(struct sha256_ctx *h, unsigned flags, struct ts_error *err);

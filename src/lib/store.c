@@ -3,7 +3,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -11,19 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cleanup.h"
+#include "sqldb.h"
 #include "util.h"
 
-#define STORE_BUSY_MS 5000
 #define SPEC_MAX (1U << 20)
 
 struct ts_store {
-	sqlite3 *db;
-	char path[4200];
+	struct ts_sqldb sql;
 	char warning[512];
 };
 
@@ -69,131 +64,6 @@ static void __attribute__((format(printf, 3, 4))) msgf(char *buf, size_t len, co
 	va_start(ap, fmt);
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
-}
-
-/* Map a sqlite result to -errno. */
-static int sql_errno(sqlite3 *db, int rc)
-{
-	switch (rc & 0xff) {
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return -EBUSY;
-	case SQLITE_NOMEM:
-		return -ENOMEM;
-	case SQLITE_READONLY:
-		return -EROFS;
-	case SQLITE_FULL:
-		return -ENOSPC;
-	case SQLITE_CORRUPT:
-	case SQLITE_NOTADB:
-		return -EBADMSG;
-	case SQLITE_CONSTRAINT:
-		return -EEXIST;
-	case SQLITE_PERM:
-	case SQLITE_AUTH:
-		return -EACCES;
-	case SQLITE_CANTOPEN:
-	case SQLITE_IOERR:
-		if (db && sqlite3_system_errno(db) > 0)
-			return -sqlite3_system_errno(db);
-		return (rc & 0xff) == SQLITE_CANTOPEN ? -ENOENT : -EIO;
-	default:
-		return -EIO;
-	}
-}
-
-static int sql_err(struct ts_store *s, struct ts_error *err, int rc, const char *what)
-{
-	return ts_err(err, sql_errno(s->db, rc), "%s in `%s`: %s", what, s->path,
-		      s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-}
-
-/*
- * The busy timeout covers lock waits, but WAL mode can still answer SQLITE_BUSY without
- * calling the handler (a reader racing a checkpoint, recovery, a journal mode switch by
- * another opener). Those are transient: retry with a short back-off up to a deadline.
- */
-static int step(sqlite3_stmt *st)
-{
-	unsigned long long deadline = ts_now_ms() + 2 * STORE_BUSY_MS;
-	unsigned delay_us = 1000;
-	int rc;
-
-	for (;;) {
-		rc = sqlite3_step(st);
-		if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
-			return rc;
-		if (ts_now_ms() > deadline)
-			return rc;
-		sqlite3_reset(st);
-		usleep(delay_us);
-		if (delay_us < 50000)
-			delay_us *= 2;
-	}
-}
-
-/* Run sql (no parameters, no rows wanted), retrying while busy. */
-static int exec_sql(struct ts_store *s, const char *sql, struct ts_error *err)
-{
-	sqlite3_stmt *st = NULL;
-	const char *tail = sql;
-	int rc;
-
-	while (tail && *tail) {
-		rc = sqlite3_prepare_v2(s->db, tail, -1, &st, &tail);
-		if (rc != SQLITE_OK)
-			return sql_err(s, err, rc, "prepare");
-		if (!st) /* whitespace or a comment */
-			break;
-		do
-			rc = step(st);
-		while (rc == SQLITE_ROW);
-		sqlite3_finalize(st);
-		if (rc != SQLITE_DONE)
-			return sql_err(s, err, rc, "run");
-	}
-	return 0;
-}
-
-static int prepare(struct ts_store *s, sqlite3_stmt **st, const char *sql, struct ts_error *err)
-{
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
-
-	if (rc != SQLITE_OK)
-		return sql_err(s, err, rc, "prepare");
-	return 0;
-}
-
-static void finalizep(sqlite3_stmt **st)
-{
-	sqlite3_finalize(*st);
-}
-#define _cleanup_stmt_ _cleanup_(finalizep)
-
-/* BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that reads then
- * writes gets SQLITE_BUSY_SNAPSHOT in WAL mode, which no busy handler can resolve. */
-static int begin_write(struct ts_store *s, struct ts_error *err)
-{
-	return exec_sql(s, "BEGIN IMMEDIATE", err);
-}
-
-static int commit(struct ts_store *s, struct ts_error *err)
-{
-	return exec_sql(s, "COMMIT", err);
-}
-
-static void rollback(struct ts_store *s)
-{
-	if (!sqlite3_get_autocommit(s->db))
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-}
-
-long long ts_store_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 static bool all_hex(const char *p)
@@ -271,150 +141,35 @@ static const char *shown(const char *s, char buf[80])
 	return buf;
 }
 
-static int read_version(struct ts_store *s, int *version, struct ts_error *err)
-{
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc, r;
-
-	if ((r = prepare(s, &st, "PRAGMA user_version", err)) < 0)
-		return r;
-	rc = step(st);
-	if (rc != SQLITE_ROW)
-		return sql_err(s, err, rc, "read schema version");
-	*version = sqlite3_column_int(st, 0);
-	return 0;
-}
-
-static int migrate(struct ts_store *s, struct ts_error *err)
-{
-	const int latest = (int)ELEMENTSOF(migrations);
-	char sql[64];
-	int version, r;
-
-	if ((r = read_version(s, &version, err)) < 0)
-		return r;
-	if (version == latest)
-		return 0;
-	/* Check again under the write lock: another process may have just migrated. */
-	if ((r = begin_write(s, err)) < 0 || (r = read_version(s, &version, err)) < 0)
-		goto fail;
-	if (version < 0 || version > latest) {
-		r = ts_err(err, -EPROTONOSUPPORT,
-			   "`%s` has schema version %d, which this toren-sandbox does not know "
-			   "(it knows up to %d): use a newer toren-sandbox",
-			   s->path, version, latest);
-		goto fail;
-	}
-	for (int v = version; v < latest; v++)
-		if ((r = exec_sql(s, migrations[v], err)) < 0)
-			goto fail;
-	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", latest);
-	if ((r = exec_sql(s, sql, err)) < 0 || (r = commit(s, err)) < 0)
-		goto fail;
-	return 0;
-fail:
-	rollback(s);
-	return r;
-}
-
-/*
- * The database holds `create --env` values: it is the owner's alone (0600), whatever the
- * umask and also in a state root that already existed with wider permissions. sqlite
- * gives its -wal and -shm files the database's mode; older ones are narrowed too.
- */
-static int private_files(const char *db, struct ts_error *err)
-{
-	static const char *const suffixes[] = { "-wal", "-shm" };
-	_cleanup_close_ int fd = open(db, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	struct stat st;
-	char path[PATH_MAX + 8];
-
-	if (fd < 0)
-		return ts_err_errno(err, -errno, "open `%s`", db);
-	if (fstat(fd, &st) < 0)
-		return ts_err_errno(err, -errno, "stat `%s`", db);
-	if (!(st.st_mode & 077))
-		return 0;
-	if (fchmod(fd, 0600) < 0)
-		return ts_err_errno(err, -errno, "chmod 600 `%s`", db);
-	for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
-		snprintf(path, sizeof(path), "%s%s", db, suffixes[i]);
-		if (chmod(path, 0600) < 0 && errno != ENOENT)
-			return ts_err_errno(err, -errno, "chmod 600 `%s`", path);
-	}
-	return 0;
-}
-
 int ts_store_open(struct ts_store **ret, const char *root, struct ts_error *err)
 {
 	struct ts_store *s;
-	sqlite3_stmt *st;
-	int rc, r;
+	char path[sizeof(s->sql.path)];
+	int r;
 
+	if ((size_t)snprintf(path, sizeof(path), "%s/state.db", root) >= sizeof(path))
+		return ts_err(err, -ENAMETOOLONG, "state root `%s` too long", root);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return ts_err(err, -ENOMEM, "out of memory");
-	if ((size_t)snprintf(s->path, sizeof(s->path), "%s/state.db", root) >= sizeof(s->path)) {
+	if ((r = ts_sqldb_open(&s->sql, path, err)) < 0) {
 		free(s);
-		return ts_err(err, -ENAMETOOLONG, "state root `%s` too long", root);
+		return r;
 	}
-	r = private_files(s->path, err);
-	if (r < 0)
-		goto fail;
-	/* NOMUTEX: a handle is used by one thread. sqlite opens its files O_CLOEXEC, so the
-	 * helper and the processes it starts never inherit the database. */
-	rc = sqlite3_open_v2(s->path, &s->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-			     NULL);
-	if (rc != SQLITE_OK) {
-		r = ts_err(err, sql_errno(s->db, rc), "open `%s`: %s", s->path,
-			   s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-		goto fail;
+	r = ts_sqldb_migrate(&s->sql, migrations, ELEMENTSOF(migrations), err);
+	if (r < 0) {
+		ts_store_close(s);
+		return r;
 	}
-	sqlite3_extended_result_codes(s->db, 1);
-	/* Keep the -wal and -shm files between processes: every CLI call opens the store,
-	 * and creating and deleting them each time costs more than the query. */
-	{
-		int persist = 1;
-
-		sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-	}
-	/* The busy timeout first: every later statement may meet another process's lock. */
-	sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
-
-	/* journal_mode answers with the mode in force: anything but wal means WAL is not
-	 * possible here (a file system without shared memory), which we do not run on. */
-	if ((r = prepare(s, &st, "PRAGMA journal_mode = WAL", err)) < 0)
-		goto fail;
-	rc = step(st);
-	if (rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "wal") != 0) {
-		r = ts_err(err, -EOPNOTSUPP, "`%s`: journal mode WAL refused (got `%s`)", s->path,
-			   sqlite3_column_text(st, 0));
-		sqlite3_finalize(st);
-		goto fail;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_ROW) {
-		r = sql_err(s, err, rc, "set journal mode");
-		goto fail;
-	}
-	/* FULL: a record that says a sandbox exists must survive a power cut (WAL with NORMAL
-	 * may lose the last commits). */
-	if ((r = exec_sql(s, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON", err)) < 0 ||
-	    (r = migrate(s, err)) < 0)
-		goto fail;
 	*ret = s;
 	return 0;
-fail:
-	ts_store_close(s);
-	return r;
 }
 
 void ts_store_close(struct ts_store *s)
 {
 	if (!s)
 		return;
-	sqlite3_close_v2(s->db);
+	ts_sqldb_close(&s->sql);
 	free(s);
 }
 
@@ -597,27 +352,29 @@ static int quarantine(struct ts_store *s, long long rowid, const char *why, stru
 	_cleanup_stmt_ sqlite3_stmt *ins = NULL, *del = NULL;
 	int rc, r;
 
-	if ((r = begin_write(s, err)) < 0)
+	if ((r = ts_sqldb_begin_write(&s->sql, err)) < 0)
 		return r;
-	if ((r = prepare(s, &ins,
-			 "INSERT INTO sandboxes_quarantine (" COLUMNS ", reason, quarantined_ms) "
-			 "SELECT " COLUMNS ", ?1, ?2 FROM sandboxes WHERE rowid = ?3",
-			 err)) < 0 ||
-	    (r = prepare(s, &del, "DELETE FROM sandboxes WHERE rowid = ?1", err)) < 0)
+	if ((r = ts_sqldb_prepare(&s->sql, &ins,
+				  "INSERT INTO sandboxes_quarantine (" COLUMNS
+				  ", reason, quarantined_ms) "
+				  "SELECT " COLUMNS ", ?1, ?2 FROM sandboxes WHERE rowid = ?3",
+				  err)) < 0 ||
+	    (r = ts_sqldb_prepare(&s->sql, &del, "DELETE FROM sandboxes WHERE rowid = ?1", err)) <
+		    0)
 		goto fail;
 	sqlite3_bind_text(ins, 1, why, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(ins, 2, ts_store_now_ms());
+	sqlite3_bind_int64(ins, 2, ts_realtime_ms());
 	sqlite3_bind_int64(ins, 3, rowid);
 	sqlite3_bind_int64(del, 1, rowid);
-	if ((rc = step(ins)) != SQLITE_DONE || (rc = step(del)) != SQLITE_DONE) {
-		r = sql_err(s, err, rc, "quarantine");
+	if ((rc = ts_sqldb_step(ins)) != SQLITE_DONE || (rc = ts_sqldb_step(del)) != SQLITE_DONE) {
+		r = ts_sqldb_err(&s->sql, err, rc, "quarantine");
 		goto fail;
 	}
-	if ((r = commit(s, err)) < 0)
+	if ((r = ts_sqldb_commit(&s->sql, err)) < 0)
 		goto fail;
 	return 0;
 fail:
-	rollback(s);
+	ts_sqldb_rollback(&s->sql);
 	return r;
 }
 
@@ -634,12 +391,12 @@ static int corrupt_row(struct ts_store *s, long long rowid, const char *id, cons
 	if (quarantine(s, rowid, why, &qerr) < 0)
 		ts_err(&e, -EBADMSG,
 		       "sandbox record `%s` in `%s` is corrupt (%s); moving it aside failed: %s",
-		       id, s->path, why, qerr.msg);
+		       id, s->sql.path, why, qerr.msg);
 	else
 		ts_err(&e, -EBADMSG,
 		       "sandbox record `%s` in `%s` is corrupt (%s): moved to table "
 		       "`sandboxes_quarantine`, its files are untouched",
-		       id, s->path, why);
+		       id, s->sql.path, why);
 	msgf(s->warning, sizeof(s->warning), "%s", e.msg);
 	if (err)
 		*err = e;
@@ -708,12 +465,12 @@ static int constraint_err(struct ts_store *s, const struct ts_sandbox_rec *rec, 
 	bool id_taken = rc == SQLITE_CONSTRAINT_PRIMARYKEY;
 
 	if ((rc & 0xff) != SQLITE_CONSTRAINT)
-		return sql_err(s, err, rc, "write sandbox record");
+		return ts_sqldb_err(&s->sql, err, rc, "write sandbox record");
 	if (inserting && !id_taken &&
-	    sqlite3_prepare_v2(s->db, "SELECT 1 FROM sandboxes WHERE id = ?1", -1, &st, NULL) ==
+	    sqlite3_prepare_v2(s->sql.db, "SELECT 1 FROM sandboxes WHERE id = ?1", -1, &st, NULL) ==
 		    SQLITE_OK) {
 		sqlite3_bind_text(st, 1, rec->id, -1, SQLITE_TRANSIENT);
-		id_taken = step(st) == SQLITE_ROW;
+		id_taken = ts_sqldb_step(st) == SQLITE_ROW;
 	}
 	if (id_taken || !rec->name[0])
 		return ts_err(err, -EEXIST, "sandbox id `%s` is taken", rec->id);
@@ -727,13 +484,14 @@ int ts_store_insert(struct ts_store *s, const struct ts_sandbox_rec *rec, struct
 
 	if ((r = check_rec(s, rec, err)) < 0)
 		return r;
-	if ((r = prepare(s, &st,
-			 "INSERT INTO sandboxes (" COLUMNS ") VALUES "
-			 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-			 err)) < 0)
+	if ((r = ts_sqldb_prepare(
+		     &s->sql, &st,
+		     "INSERT INTO sandboxes (" COLUMNS ") VALUES "
+		     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+		     err)) < 0)
 		return r;
 	bind_rec(st, rec);
-	rc = step(st);
+	rc = ts_sqldb_step(st);
 	if (rc != SQLITE_DONE)
 		return constraint_err(s, rec, true, rc, err);
 	return 0;
@@ -746,18 +504,19 @@ int ts_store_update(struct ts_store *s, const struct ts_sandbox_rec *rec, struct
 
 	if ((r = check_rec(s, rec, err)) < 0)
 		return r;
-	if ((r = prepare(s, &st,
-			 "UPDATE sandboxes SET name = ?2, dir = ?3, workspace = ?4, spec = ?5, "
-			 "labels = ?6, created_ms = ?7, started_ms = ?8, last_activity_ms = ?9, "
-			 "ttl_ms = ?10, ttl_absolute = ?11, state = ?12, init_pid = ?13, "
-			 "init_start = ?14, owner_pid = ?15, owner_start = ?16 WHERE id = ?1",
-			 err)) < 0)
+	if ((r = ts_sqldb_prepare(
+		     &s->sql, &st,
+		     "UPDATE sandboxes SET name = ?2, dir = ?3, workspace = ?4, spec = ?5, "
+		     "labels = ?6, created_ms = ?7, started_ms = ?8, last_activity_ms = ?9, "
+		     "ttl_ms = ?10, ttl_absolute = ?11, state = ?12, init_pid = ?13, "
+		     "init_start = ?14, owner_pid = ?15, owner_start = ?16 WHERE id = ?1",
+		     err)) < 0)
 		return r;
 	bind_rec(st, rec);
-	rc = step(st);
+	rc = ts_sqldb_step(st);
 	if (rc != SQLITE_DONE)
 		return constraint_err(s, rec, false, rc, err);
-	if (sqlite3_changes(s->db) == 0)
+	if (sqlite3_changes(s->sql.db) == 0)
 		return ts_err(err, -ENOENT, "no sandbox `%s`", rec->id);
 	return 0;
 }
@@ -768,13 +527,13 @@ int ts_store_delete(struct ts_store *s, const char *id, struct ts_error *err)
 	char buf[80];
 	int rc, r;
 
-	if ((r = prepare(s, &st, "DELETE FROM sandboxes WHERE id = ?1", err)) < 0)
+	if ((r = ts_sqldb_prepare(&s->sql, &st, "DELETE FROM sandboxes WHERE id = ?1", err)) < 0)
 		return r;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	rc = step(st);
+	rc = ts_sqldb_step(st);
 	if (rc != SQLITE_DONE)
-		return sql_err(s, err, rc, "delete sandbox record");
-	if (sqlite3_changes(s->db) == 0)
+		return ts_sqldb_err(&s->sql, err, rc, "delete sandbox record");
+	if (sqlite3_changes(s->sql.db) == 0)
 		return ts_err(err, -ENOENT, "no sandbox `%s`", shown(id, buf));
 	return 0;
 }
@@ -786,17 +545,18 @@ int ts_store_touch(struct ts_store *s, const char *id, struct ts_error *err)
 	int rc, r;
 
 	/* max(): a slow writer with an older clock reading never moves activity back. */
-	if ((r = prepare(s, &st,
-			 "UPDATE sandboxes SET last_activity_ms = max(last_activity_ms, ?1) "
-			 "WHERE id = ?2",
-			 err)) < 0)
+	if ((r = ts_sqldb_prepare(
+		     &s->sql, &st,
+		     "UPDATE sandboxes SET last_activity_ms = max(last_activity_ms, ?1) "
+		     "WHERE id = ?2",
+		     err)) < 0)
 		return r;
-	sqlite3_bind_int64(st, 1, ts_store_now_ms());
+	sqlite3_bind_int64(st, 1, ts_realtime_ms());
 	sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
-	rc = step(st);
+	rc = ts_sqldb_step(st);
 	if (rc != SQLITE_DONE)
-		return sql_err(s, err, rc, "touch sandbox record");
-	if (sqlite3_changes(s->db) == 0)
+		return ts_sqldb_err(&s->sql, err, rc, "touch sandbox record");
+	if (sqlite3_changes(s->sql.db) == 0)
 		return ts_err(err, -ENOENT, "no sandbox `%s`", shown(id, buf));
 	return 0;
 }
@@ -811,14 +571,14 @@ static int get_by(struct ts_store *s, const char *column, const char *value,
 
 	snprintf(sql, sizeof(sql), "SELECT rowid, " COLUMNS " FROM sandboxes WHERE %s = ?1",
 		 column);
-	if ((r = prepare(s, &st, sql, err)) < 0)
+	if ((r = ts_sqldb_prepare(&s->sql, &st, sql, err)) < 0)
 		return r;
 	sqlite3_bind_text(st, 1, value, -1, SQLITE_TRANSIENT);
-	rc = step(st);
+	rc = ts_sqldb_step(st);
 	if (rc == SQLITE_DONE)
 		return -ENOENT;
 	if (rc != SQLITE_ROW)
-		return sql_err(s, err, rc, "read sandbox record");
+		return ts_sqldb_err(&s->sql, err, rc, "read sandbox record");
 	r = row_to_rec(st, rec, why, sizeof(why));
 	if (r == -EBADMSG) {
 		long long rowid = sqlite3_column_int64(st, C_ROWID);
@@ -858,15 +618,15 @@ int ts_store_get(struct ts_store *s, const char *ref, struct ts_sandbox_rec *rec
 			if (r != -ENOENT)
 				return r;
 		}
-		if ((r = prepare(s, &st,
-				 "SELECT id FROM sandboxes WHERE substr(id, 1, ?2) = ?1 "
-				 "ORDER BY created_ms, id",
-				 err)) < 0)
+		if ((r = ts_sqldb_prepare(&s->sql, &st,
+					  "SELECT id FROM sandboxes WHERE substr(id, 1, ?2) = ?1 "
+					  "ORDER BY created_ms, id",
+					  err)) < 0)
 			return r;
 		sqlite3_bind_text(st, 1, lower, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int(st, 2, (int)len);
 		list[0] = '\0';
-		while ((rc = step(st)) == SQLITE_ROW) {
+		while ((rc = ts_sqldb_step(st)) == SQLITE_ROW) {
 			const char *id = (const char *)sqlite3_column_text(st, 0);
 
 			if (n < ELEMENTSOF(ids))
@@ -874,7 +634,7 @@ int ts_store_get(struct ts_store *s, const char *ref, struct ts_sandbox_rec *rec
 			n++;
 		}
 		if (rc != SQLITE_DONE)
-			return sql_err(s, err, rc, "find sandbox");
+			return ts_sqldb_err(&s->sql, err, rc, "find sandbox");
 		if (n == 1) {
 			r = get_by(s, "id", ids[0], rec, err);
 			/* Deleted between the two statements. */
@@ -909,11 +669,12 @@ int ts_store_list(struct ts_store *s, struct ts_sandbox_rec **ret, size_t *ret_n
 	int rc, r;
 
 	s->warning[0] = '\0';
-	if ((r = prepare(s, &st,
-			 "SELECT rowid, " COLUMNS " FROM sandboxes ORDER BY created_ms, rowid",
-			 err)) < 0)
+	if ((r = ts_sqldb_prepare(&s->sql, &st,
+				  "SELECT rowid, " COLUMNS
+				  " FROM sandboxes ORDER BY created_ms, rowid",
+				  err)) < 0)
 		return r;
-	while ((rc = step(st)) == SQLITE_ROW) {
+	while ((rc = ts_sqldb_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
 			t = realloc(recs, cap * sizeof(*recs));
@@ -945,7 +706,7 @@ int ts_store_list(struct ts_store *s, struct ts_sandbox_rec **ret, size_t *ret_n
 		n++;
 	}
 	if (rc != SQLITE_DONE) {
-		r = sql_err(s, err, rc, "list sandboxes");
+		r = ts_sqldb_err(&s->sql, err, rc, "list sandboxes");
 		goto fail;
 	}
 	sqlite3_finalize(TAKE_PTR(st));
@@ -957,7 +718,7 @@ int ts_store_list(struct ts_store *s, struct ts_sandbox_rec **ret, size_t *ret_n
 			q = quarantine(s, bad_rowids[i], "corrupt", &qerr);
 		msgf(s->warning, sizeof(s->warning),
 		     "%zu corrupt sandbox record%s in `%s` skipped, first %s%s%s", n_bad_total,
-		     n_bad_total == 1 ? "" : "s", s->path, first_bad,
+		     n_bad_total == 1 ? "" : "s", s->sql.path, first_bad,
 		     q < 0 ? "; moving aside failed: " : ": moved to table `sandboxes_quarantine`",
 		     q < 0 ? qerr.msg : "");
 	}
@@ -968,8 +729,3 @@ fail:
 	ts_sandbox_recs_free(recs, n);
 	return r;
 }
-
-/*
- * /proc/PID/stat is "pid (comm) state ppid ... starttime(22) ...". comm is chosen by the
- * process and may hold spaces and parentheses, so fields are counted from the last ')'.
- */

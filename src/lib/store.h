@@ -23,7 +23,7 @@ struct ts_sandbox_rec {
 	char *spec;		       /* JSON: what create was asked (image, policy, env, limits,
 				      * user...), enough to rebuild the sandbox on start; owned */
 	char *labels;		       /* JSON object {"k": "v"}; owned; "{}" when none */
-	long long created_ms;	       /* CLOCK_REALTIME ms */
+	long long created_ms;	       /* CLOCK_REALTIME ms (ts_realtime_ms), as every *_ms */
 	long long started_ms;	       /* last start, 0 when never */
 	long long last_activity_ms;    /* last command, file operation or attached process */
 	long long ttl_ms;	       /* idle timeout; 0 = none */
@@ -48,9 +48,6 @@ struct ts_store;
 bool ts_store_name_valid(const char *name);
 bool ts_store_ref_valid(const char *ref);
 
-/* CLOCK_REALTIME in milliseconds: the clock of every *_ms field of a record. */
-long long ts_store_now_ms(void);
-
 /*
  * Open (creating or upgrading the schema if needed) $root/state.db: WAL, synchronous=FULL,
  * busy timeout 5 s, foreign keys on. -EPROTONOSUPPORT when the file has a newer schema
@@ -59,6 +56,10 @@ long long ts_store_now_ms(void);
  */
 int ts_store_open(struct ts_store **ret, const char *root, struct ts_error *err);
 void ts_store_close(struct ts_store *s);
+static inline void ts_store_closep(struct ts_store **s)
+{
+	ts_store_close(*s);
+}
 
 /* Insert a new record: -EEXIST (err names it) when the id or the name is taken. */
 int ts_store_insert(struct ts_store *s, const struct ts_sandbox_rec *rec, struct ts_error *err);
@@ -95,5 +96,11 @@ int ts_store_delete(struct ts_store *s, const char *id, struct ts_error *err);
 /* Set last_activity_ms = now for id (cheap, called on every command). */
 int ts_store_touch(struct ts_store *s, const char *id, struct ts_error *err);
 
+/* Free rec's owned strings (rec itself is the caller's); accepts NULL and a zeroed rec. */
 void ts_sandbox_rec_free(struct ts_sandbox_rec *rec);
+/* For `_cleanup_(ts_sandbox_rec_freep) struct ts_sandbox_rec rec = { 0 };`. */
+static inline void ts_sandbox_rec_freep(struct ts_sandbox_rec *rec)
+{
+	ts_sandbox_rec_free(rec);
+}
 void ts_sandbox_recs_free(struct ts_sandbox_rec *recs, size_t n);

@@ -18,6 +18,11 @@ int ts_strv_pushf(struct ts_strv *sv, const char *fmt, ...) __attribute__((forma
 
 /* Free all strings and the vector; leaves sv empty. */
 void ts_strv_clear(struct ts_strv *sv);
+/* For `_cleanup_(ts_strv_freep) struct ts_strv sv = { 0 };`. */
+static inline void ts_strv_freep(struct ts_strv *sv)
+{
+	ts_strv_clear(sv);
+}
 
 /* Quote s for a POSIX shell into buf (single quotes). 0 or -ENAMETOOLONG. */
 int ts_shell_quote(const char *s, char *buf, size_t len);

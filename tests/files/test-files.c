@@ -2,7 +2,7 @@
 /*
  * The file worker (runtime/files.c) run directly, without a sandbox: ts_files_serve on
  * one end of a socketpair in a forked child, a temporary directory as its root, and the
- * host client (src/lib/files.c) on the other end. TAP.
+ * host client (src/lib/fileclient.c) on the other end. TAP.
  *
  *   test-files unit       the operations: read, write, list, stat, mkdir, remove,
  *                         rename, watch, atomic writes, malformed requests
@@ -39,7 +39,7 @@
 
 #include "../../runtime/files.h"
 #include "../../src/lib/copy.h"
-#include "../../src/lib/files.h"
+#include "../../src/lib/fileclient.h"
 #include "cleanup.h"
 #include "ctl.h"
 #include "tap.h"

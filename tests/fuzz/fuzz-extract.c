@@ -43,7 +43,7 @@
 #include "cleanup.h"
 #include "copy.h"
 #include "extract.h"
-#include "files.h"
+#include "fileclient.h"
 #include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "seccomp-cache.h"
 #include "seccomp-compile.h"
 #include "sim.h"
 #include "tap.h"

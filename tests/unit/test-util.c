@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Small parsers and helpers every layer relies on. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,42 @@ static void rm_deep(const char *dir)
 	setrlimit(RLIMIT_NOFILE, &old);
 }
 
+/* ts_self_cgroup against the lines of /proc/self/cgroup, read here on their own. */
+static void self_cgroup(void)
+{
+	char *data = NULL, *save = NULL, got[4096] = "";
+	bool v2 = false;
+
+	ok(ts_self_cgroup("no-such-controller", got, sizeof(got)) == -ENOENT,
+	   "self cgroup: an unknown controller is ENOENT");
+	if (ts_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &data, NULL) < 0) {
+		skip(1, "/proc/self/cgroup unreadable");
+		return;
+	}
+	for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *ctrl;
+
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		/* the first controller of a v1 line, or "" for the v2 line */
+		ctrl = c1 + 1;
+		ctrl[strcspn(ctrl, ",")] = '\0';
+		if (!strncmp(ctrl, "name=", 5))
+			continue;
+		v2 |= !ctrl[0];
+		got[0] = '\0';
+		ok(ts_self_cgroup(ctrl, got, sizeof(got)) == 0 && !strcmp(got, c2 + 1),
+		   "self cgroup of `%s` is `%s` (got `%s`)", ctrl[0] ? ctrl : "(v2)", c2 + 1, got);
+		ok(ts_self_cgroup(ctrl, got, strlen(c2 + 1)) == -ENAMETOOLONG,
+		   "self cgroup of `%s`: a buffer one byte short is ENAMETOOLONG",
+		   ctrl[0] ? ctrl : "(v2)");
+	}
+	if (!v2)
+		ok(ts_self_cgroup("", got, sizeof(got)) == -ENOENT, "self cgroup: no v2 line");
+	free(data);
+}
+
 int main(void)
 {
 	unsigned long long v = 0;
@@ -98,6 +135,8 @@ int main(void)
 	   "strv push");
 	ts_strv_clear(&sv);
 	ok(sv.v == NULL && sv.n == 0, "strv clear");
+
+	self_cgroup();
 
 	if (!mkdtemp(dir))
 		return 1;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "files.h"
+#include "fileclient.h"
 
 #include "procinfo.h"
 
