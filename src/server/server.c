@@ -199,7 +199,7 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 {
 	/* the modules' tables, in match order; each module adds itself here */
 	const struct ts_route *const control_tables[] = { no_routes, NULL };
-	const struct ts_route *const envd_tables[] = { no_routes, NULL };
+	const struct ts_route *const envd_tables[] = { ts_envd_process_routes, no_routes, NULL };
 	struct ts_srv srv = { .opts = o };
 	struct serve_signals sig = { .fd = -1 };
 	struct ts_paths paths;
