@@ -63,6 +63,7 @@ class Conn:
         self.s = socket.create_connection((host, int(port)), timeout=30)
         self.buf = b""
         self.closed = False
+        self.deadline = 0
 
     def close(self):
         try:
@@ -130,25 +131,31 @@ class Conn:
             return out
         return b""
 
-    def chunks(self, deadline):
-        """The chunks of a chunked body; None after the terminating chunk."""
+    def chunks(self, deadline=None):
+        """The chunks of a chunked body; None after the terminating chunk. Without a
+        deadline, self.deadline is read at every wait (a stream's reader moves it)."""
+        def dl():
+            return deadline if deadline is not None else self.deadline
+
         while True:
-            size = int(self.read_line(deadline).split(b";")[0], 16)
+            size = int(self.read_line(dl()).split(b";")[0], 16)
             if size == 0:
-                while self.read_line(deadline):
+                while self.read_line(dl()):
                     pass
                 yield None
                 return
-            d = self.read_exact(size, deadline)
-            self.read_exact(2, deadline)
+            d = self.read_exact(size, dl())
+            self.read_exact(2, dl())
             yield d
 
 
 class Stream:
     """A server-streaming call: its envelopes as they come, raw and parsed."""
 
-    def __init__(self, addr, sid, method, msg, headers=None, raw=None):
+    def __init__(self, addr, sid, method, msg, headers=None, raw=None, rcvbuf=None):
         self.c = Conn(addr)
+        if rcvbuf:
+            self.c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         h = {"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
              "E2b-Sandbox-Id": sid}
         h.update(headers or {})
@@ -160,7 +167,7 @@ class Stream:
         self.dropped = False  # the connection closed before it
         self.gen = None
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            self.gen = self.c.chunks(float("inf"))
+            self.gen = self.c.chunks()
         elif "content-length" in self.headers:
             self.data = self.c.read_exact(int(self.headers["content-length"]),
                                           time.monotonic() + 30)
@@ -169,6 +176,7 @@ class Stream:
     def _more(self, deadline):
         if self.ended or self.dropped:
             return False
+        self.c.deadline = deadline
         # the generator reads with no deadline of its own: bound the wait here
         while not self.c.buf:
             left = deadline - time.monotonic()
@@ -337,6 +345,9 @@ def main():
             killed_mid_stream(addr, sid2)
         else:
             t(False, f"a second sandbox for the kill case ({r.stderr.strip()[:200]})")
+        # serve stopping with a stream open: the stream goes, nothing leaks
+        last = Stream(addr, sid, "Start", start_msg("/bin/sleep", ["60"], stdin=False))
+        last.next()
     finally:
         serve.terminate()
         try:
@@ -695,6 +706,60 @@ def run(addr, sid):
     t(all(p["pid"] != o["pid"] for p in procs), "List leaves finished processes out")
     unary(addr, sid, "SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"})
     t(wait_gone(addr, sid, pid), "SendSignal SIGKILL ends a process no stream watches")
+
+    # --- a late Connect to a process that ended: start first, its end last
+    st = Stream(addr, sid, "Start", start_msg("/bin/sh", ["-c", "echo bye; exit 2"], stdin=False))
+    o = collect(st)
+    st.close()
+    c2 = Stream(addr, sid, "Connect", {"process": {"pid": o["pid"]}})
+    o2 = collect(c2)
+    t(o2["frames"] and o2["frames"][0] == o["frames"][0] and o2["end"] == end_event(2) and
+      o2["endstream"] == END_OK,
+      f"Connect after the end: start, then the end event ({o2['frames']!r})")
+    c2.close()
+    status, _, body = unary(addr, sid, "SendSignal",
+                            {"process": {"pid": o["pid"]}, "signal": "SIGNAL_SIGKILL"})
+    t(status == 404 and body == compact({"code": "not_found", "message":
+                                         f"process with pid {o['pid']} not found"}).encode(),
+      f"SendSignal to a process that ended: not_found ({status} {body!r})")
+
+    # --- a selector by tag
+    st = Stream(addr, sid, "Start", start_msg("/bin/sleep", ["30"], tag="by-tag", stdin=False))
+    raw, flags, j = st.next()
+    pid = j["event"]["start"]["pid"]
+    st.close()
+    c2 = Stream(addr, sid, "Connect", {"process": {"tag": "by-tag"}})
+    e = c2.next()
+    t(e and e[0] == env(compact({"event": {"start": {"pid": pid}}})),
+      f"Connect by tag ({e and e[0]!r})")
+    status, _, body = unary(addr, sid, "SendSignal",
+                            {"process": {"tag": "by-tag"}, "signal": "SIGNAL_SIGKILL"})
+    o = collect(c2)
+    t(status == 200 and o["end"] == end_event(sig="killed"), f"SendSignal by tag ({o['end']!r})")
+    c2.close()
+    status, _, body = unary(addr, sid, "CloseStdin", {"process": {"tag": "no-such-tag"}})
+    t(status == 404 and body == b'{"code":"not_found","message":"process with tag no-such-tag '
+                                b'not found"}', f"an unknown tag: not_found ({body!r})")
+
+    # --- a client that reads late: everything arrives, in order (backpressure)
+    st = Stream(addr, sid, "Start", start_msg("/usr/bin/seq", ["1", "1000000"], stdin=False),
+                rcvbuf=65536)
+    time.sleep(2)
+    o = collect(st, 60)
+    want = "".join(f"{i}\n" for i in range(1, 1000001)).encode()
+    t(o["stdout"] == want and o["end"] == end_event(0) and o["endstream"] == END_OK,
+      f"a slow reader gets all {len(want)} bytes in order ({len(o['stdout'])})")
+    st.close()
+
+    # --- many streams at once, each its own process
+    many = [Stream(addr, sid, "Start", start_msg("/bin/sh", ["-c", f"sleep 1; echo n{i}"],
+                                                 stdin=False)) for i in range(40)]
+    outs = [collect(m, 60) for m in many]
+    t(all(o["stdout"] == f"n{i}\n".encode() and o["end"] == end_event(0)
+          for i, o in enumerate(outs)),
+      f"40 streams at once ({sum(o['end'] == end_event(0) for o in outs)} ended well)")
+    for m in many:
+        m.close()
 
     # unknown sandbox: E2B's proxy answer
     status, _, body = unary(addr, "nosuchsandbox", "List", {})
