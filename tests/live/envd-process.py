@@ -707,6 +707,30 @@ def run(addr, sid):
     unary(addr, sid, "SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"})
     t(wait_gone(addr, sid, pid), "SendSignal SIGKILL ends a process no stream watches")
 
+    # --- the start event does not wait for output (the SDK gives up without it)
+    t0 = time.monotonic()
+    st = Stream(addr, sid, "Start", start_msg("/bin/sh", ["-c", "sleep 3; echo late"],
+                                              stdin=False))
+    e = st.next(10)
+    took = time.monotonic() - t0
+    t(e and "start" in e[2].get("event", {}) and took < 2,
+      f"the start event comes before any output ({took:.2f} s, the output after 3 s)")
+    o = collect(st)
+    t(o["stdout"] == b"late\n" and o["end"] == end_event(0), "and the rest follows")
+    st.close()
+
+    # --- 2 MiB of stdin in one SendInput
+    st = Stream(addr, sid, "Start", start_msg("/usr/bin/wc", ["-c"], stdin=True))
+    raw, flags, j = st.next()
+    pid = j["event"]["start"]["pid"]
+    blob = base64.b64encode(os.urandom(2 << 20)).decode()
+    s1 = unary(addr, sid, "SendInput", {"process": {"pid": pid}, "input": {"stdin": blob}})
+    s2 = unary(addr, sid, "CloseStdin", {"process": {"pid": pid}})
+    o = collect(st)
+    t(s1[0] == 200 and s2[0] == 200 and o["stdout"].strip() == str(2 << 20).encode(),
+      f"2 MiB of stdin in one SendInput ({s1[0]}, wc says {o['stdout'].strip()!r})")
+    st.close()
+
     # --- a late Connect to a process that ended: start first, its end last
     st = Stream(addr, sid, "Start", start_msg("/bin/sh", ["-c", "echo bye; exit 2"], stdin=False))
     o = collect(st)
