@@ -85,7 +85,7 @@ json_t *ts_envd_fs_entry_json(const struct ts_be_entry *e)
 	id_name(e->uid, owner, sizeof(owner));
 	id_name(e->gid, group, sizeof(group));
 	t = ts_pj_time((long long)e->mtime_ms);
-	j = json_pack("{s:s?, s:s, s:s?, s:o, s:i, s:s, s:s, s:s, s:o?}", "name", e->name, "type",
+	j = json_pack("{s:s*, s:s, s:s*, s:o, s:i, s:s, s:s, s:s, s:o*}", "name", e->name, "type",
 		      file_type_name(e->type), "path", e->path, "size",
 		      ts_pj_int64((long long)e->size), "mode", (int)(e->mode & 07777),
 		      "permissions", perms, "owner", owner, "group", group, "modifiedTime", t);
@@ -548,16 +548,57 @@ struct watch_base {
 	char dir[PATH_MAX]; /* absolute */
 	char user[FS_USER_MAX];
 	bool has_user, include_entry;
+	bool tmp_renamed; /* a temporary file was just renamed: its target comes next */
 };
+
+/* Is the last component of name one of the backend's temporary files: the hidden
+ * `.toren-tmp-*` of a write, or `#<inode>`, what inotify names an O_TMPFILE file? */
+static bool temp_name(const char *name)
+{
+	const char *last = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+
+	if (!strncmp(last, ".toren-tmp-", strlen(".toren-tmp-")))
+		return true;
+	if (last[0] != '#' || !last[1])
+		return false;
+	for (const char *c = last + 1; *c; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	return true;
+}
+
+/*
+ * The backend writes a file atomically (a temporary file renamed over it); envd writes
+ * in place, and the SDK waits for the WRITE of the name it wrote. So the temporary file's
+ * events are dropped and the rename's target is announced as envd would: CREATE, then
+ * WRITE. The ops to send for ev go to out; their count is returned (0 to 2).
+ */
+static unsigned translate_event(struct watch_base *b, const struct ts_watch_event *ev,
+				enum ts_watch_op out[2])
+{
+	if (temp_name(ev->name)) {
+		b->tmp_renamed = ev->op == TS_WATCH_RENAME;
+		return 0;
+	}
+	out[0] = ev->op;
+	if (b->tmp_renamed && ev->op == TS_WATCH_CREATE) {
+		b->tmp_renamed = false;
+		out[1] = TS_WATCH_WRITE;
+		return 2;
+	}
+	b->tmp_renamed = false;
+	return 1;
+}
 
 /* A FilesystemEvent: {"name","type","entry"?}; the entry (with include_entry, only for
  * CREATE, WRITE and CHMOD, as envd) when it can still be found. */
-static json_t *event_json(struct watch_base *b, const struct ts_watch_event *ev)
+static json_t *event_json(struct watch_base *b, const struct ts_watch_event *ev,
+			  enum ts_watch_op op)
 {
-	json_t *j = json_pack("{s:s, s:s}", "name", ev->name, "type", event_type_name(ev->op));
+	json_t *j = json_pack("{s:s, s:s}", "name", ev->name, "type", event_type_name(op));
 
 	if (j && b->include_entry &&
-	    (ev->op == TS_WATCH_CREATE || ev->op == TS_WATCH_WRITE || ev->op == TS_WATCH_CHMOD)) {
+	    (op == TS_WATCH_CREATE || op == TS_WATCH_WRITE || op == TS_WATCH_CHMOD)) {
 		char path[2 * PATH_MAX + 2];
 		struct ts_be_entry e = { 0 };
 		struct ts_error ignore;
@@ -690,10 +731,17 @@ static void dw_readable(void *userdata, short revents)
 	int r = ev ? 0 : ts_err(&err, -ENOMEM, "out of memory");
 
 	while (r == 0 && !d->done) {
+		enum ts_watch_op ops[2];
+		unsigned k;
+
 		r = ts_watch_step(d->b.w, ev, &err);
 		if (r <= 0)
 			break;
-		r = dw_send(d, json_pack("{s:o}", "filesystem", event_json(&d->b, ev)));
+		k = translate_event(&d->b, ev, ops);
+		r = 0;
+		for (unsigned i = 0; i < k && r == 0; i++)
+			r = dw_send(d, json_pack("{s:o}", "filesystem",
+						 event_json(&d->b, ev, ops[i])));
 		if (r < 0) {
 			ts_err(&err, r, "the client's stream");
 			break;
@@ -813,19 +861,25 @@ static void watcher_readable(void *userdata, short revents)
 	int r = ev ? 0 : ts_err(&err, -ENOMEM, "out of memory");
 
 	while (r == 0) {
-		json_t *j;
+		enum ts_watch_op ops[2];
+		unsigned k;
 
 		r = ts_watch_step(w->b.w, ev, &err);
 		if (r <= 0)
 			break;
 		r = 0;
-		if (json_array_size(w->events) >= FS_WATCHER_EVENTS) {
-			w->dropped++;
-			continue;
+		k = translate_event(&w->b, ev, ops);
+		for (unsigned i = 0; i < k; i++) {
+			json_t *j;
+
+			if (json_array_size(w->events) >= FS_WATCHER_EVENTS) {
+				w->dropped++;
+				continue;
+			}
+			j = event_json(&w->b, ev, ops[i]);
+			if (!j || json_array_append_new(w->events, j) < 0)
+				w->dropped++;
 		}
-		j = event_json(&w->b, ev);
-		if (!j || json_array_append_new(w->events, j) < 0)
-			w->dropped++;
 	}
 	free(ev);
 	if (r < 0) {
