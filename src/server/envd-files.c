@@ -653,7 +653,7 @@ static int up_end(struct upload *u)
 		for (size_t i = 0; meta && i < u->n_meta; i++)
 			json_object_set_new(meta, u->meta[i].key, json_string(u->meta[i].value));
 	}
-	j = json_pack("{s:s, s:s, s:s, s:o?}", "path", u->cur_abs, "name",
+	j = json_pack("{s:s, s:s, s:s, s:o*}", "path", u->cur_abs, "name",
 		      slash && slash[1] ? slash + 1 : u->cur_abs, "type", "file", "metadata", meta);
 	if (!j || json_array_append_new(u->results, j) < 0)
 		return up_fail(u, 500, "out of memory");
