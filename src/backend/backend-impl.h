@@ -65,6 +65,9 @@ struct ts_backend_ops {
 			   struct ts_error *err);
 	int (*file_rename)(struct ts_sb *sb, const char *from, const char *to, const char *user,
 			   struct ts_error *err);
+	/* optional (NULL: -EOPNOTSUPP) */
+	int (*file_set_metadata)(struct ts_sb *sb, const char *path, const char *user,
+				 const struct ts_kv *kv, size_t n, struct ts_error *err);
 	int (*xfer_start)(struct ts_sb *sb, const char *path, const char *user, bool write,
 			  int mode, struct ts_xfer *x, struct ts_error *err);
 	int (*xfer_fd)(const struct ts_xfer *x);

@@ -496,6 +496,9 @@ void ts_be_entry_clear(struct ts_be_entry *e)
 	free(e->name);
 	free(e->path);
 	free(e->symlink_target);
+	for (size_t i = 0; e->metadata && e->metadata[i]; i++)
+		free(e->metadata[i]);
+	free(e->metadata);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -558,6 +561,15 @@ int ts_file_mkdir_mode(struct ts_sb *sb, const char *path, const char *user, uns
 int ts_file_remove(struct ts_sb *sb, const char *path, const char *user, struct ts_error *err)
 {
 	return sb->ops->file_remove(sb, path, user, err);
+}
+
+int ts_file_set_metadata(struct ts_sb *sb, const char *path, const char *user,
+			 const struct ts_kv *kv, size_t n, struct ts_error *err)
+{
+	if (!sb->ops->file_set_metadata)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` keeps no file metadata",
+			      sb->ops->name);
+	return sb->ops->file_set_metadata(sb, path, user, kv, n, err);
 }
 
 int ts_file_rename(struct ts_sb *sb, const char *from, const char *to, const char *user,

@@ -331,6 +331,9 @@ struct ts_be_entry {
 	uint64_t mtime_ms;
 	uint32_t uid, gid;
 	char *symlink_target; /* NULL unless a symlink */
+	/* E2B's metadata: "key=value" of its user.e2b.<key> xattrs, NULL-terminated; NULL
+	 * when none (or on a backend that keeps none) */
+	char **metadata;
 };
 void ts_be_entry_clear(struct ts_be_entry *e);
 void ts_be_entries_free(struct ts_be_entry *v, size_t n);
@@ -351,6 +354,14 @@ int ts_file_mkdir_mode(struct ts_sb *sb, const char *path, const char *user, uns
 		       bool *created, struct ts_error *err);
 /* rm -rf; a missing path is not an error. */
 int ts_file_remove(struct ts_sb *sb, const char *path, const char *user, struct ts_error *err);
+/*
+ * Replace the metadata of a file or directory (not followed): its user.e2b.* xattrs
+ * become kv[0..n) (n 0: none). At most 64 keys, keys of 1 to 246 bytes without `=`,
+ * values of at most 4 KiB (-EINVAL / -E2BIG, nothing changed); -EOPNOTSUPP where the
+ * backend or the file system keeps no metadata.
+ */
+int ts_file_set_metadata(struct ts_sb *sb, const char *path, const char *user,
+			 const struct ts_kv *kv, size_t n, struct ts_error *err);
 /* The destination's parents are created. */
 int ts_file_rename(struct ts_sb *sb, const char *from, const char *to, const char *user,
 		   struct ts_error *err);

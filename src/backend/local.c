@@ -566,6 +566,7 @@ const struct ts_backend_ops ts_local_ops = {
 	.file_mkdir = ts_local_file_mkdir,
 	.file_remove = ts_local_file_remove,
 	.file_rename = ts_local_file_rename,
+	.file_set_metadata = ts_local_file_set_metadata,
 	.xfer_start = ts_local_xfer_start,
 	.xfer_fd = ts_local_xfer_fd,
 	.xfer_events = ts_local_xfer_events,

@@ -94,6 +94,7 @@ enum ts_ctl_tag {
 	TS_T_ROWS,	 /* u64 */
 	TS_T_TIMEOUT_MS, /* u64: a process's deadline from its start; 0 none */
 	TS_T_TIMED_OUT,	 /* u64 1: EXITED because its deadline passed (killed) */
+	TS_T_XATTR,	 /* string "key=value": a user.e2b.<key> xattr (E2B's metadata), repeated */
 	TS_T_TAG_MAX,
 };
 
@@ -124,19 +125,29 @@ enum ts_stream {
 
 /* TS_T_OP of FILE */
 enum ts_file_op {
-	TS_FILE_READ = 1, /* {PATH, OFFSET, LENGTH}: FILE_DATA chunks, then END */
-	TS_FILE_WRITE,	  /* {PATH, MODE}, then FILE_DATA chunks, then END: atomic replace */
-	TS_FILE_LIST,	  /* {PATH, DEPTH}: FILE_ENTRY each, then END */
-	TS_FILE_STAT,	  /* {PATH}: one FILE_ENTRY */
-	TS_FILE_MKDIR,	  /* {PATH, MODE}: mkdir -p */
-	TS_FILE_REMOVE,	  /* {PATH}: recursive, never following links */
-	TS_FILE_RENAME,	  /* {PATH, PATH2} */
-	TS_FILE_WATCH,	  /* {PATH, DEPTH}: FILE_EVENT until the client closes */
-	TS_FILE_USER,	  /* {UID}: serve this connection as uid (0 root, 1000 user); only
+	TS_FILE_READ = 1,   /* {PATH, OFFSET, LENGTH}: FILE_DATA chunks, then END */
+	TS_FILE_WRITE,	    /* {PATH, MODE}, then FILE_DATA chunks, then END: atomic replace */
+	TS_FILE_LIST,	    /* {PATH, DEPTH}: FILE_ENTRY each, then END */
+	TS_FILE_STAT,	    /* {PATH}: one FILE_ENTRY */
+	TS_FILE_MKDIR,	    /* {PATH, MODE}: mkdir -p */
+	TS_FILE_REMOVE,	    /* {PATH}: recursive, never following links */
+	TS_FILE_RENAME,	    /* {PATH, PATH2} */
+	TS_FILE_WATCH,	    /* {PATH, DEPTH}: FILE_EVENT until the client closes */
+	TS_FILE_USER,	    /* {UID}: serve this connection as uid (0 root, 1000 user); only
 			   * as a connection's first request; relative paths then start in
 			   * that user's home. OK, or ERROR EPERM where the sandbox has no
 			   * such user. Without it: init's own uid, home /home/user. */
+	TS_FILE_SET_XATTRS, /* {PATH, XATTR...}: replace every user.e2b.* xattr of PATH (a
+			     * file or directory, not followed) with these. OK. */
 };
+
+/* TS_T_FLAGS of STAT and LIST */
+#define TS_FILE_F_XATTRS (1U << 0) /* each entry also carries its user.e2b.* xattrs */
+/* Bounds of the xattrs one entry carries or one SET_XATTRS sets; past them an entry
+ * carries none of the rest and SET_XATTRS is ERROR E2BIG. */
+#define TS_FILE_XATTRS_MAX 64
+#define TS_FILE_XATTR_NAME_MAX 255 /* the whole name, "user.e2b." included (XATTR_NAME_MAX) */
+#define TS_FILE_XATTR_VALUE_MAX 4096
 
 /* A message, received or being built. */
 struct ts_ctl_msg {
