@@ -509,6 +509,25 @@ try:
         st, j, _ = request(method, path, {} if method in ("POST", "PUT") else None)
         t(is_error(st, j, 404), f"{method} {path}: 404 JSON")
 
+    # --- a sandbox the command line made ---------------------------------------------------
+    r = ts("create", "--label", "run=" + RUN, "--label", "cli=yes")
+    cli_id = r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else ""
+    t(cli_id, f"toren-sandbox create on serve's state root ({r.stderr.strip()[:200]})")
+    st, d12, _ = info(cli_id)
+    t(st == 200 and "envdAccessToken" not in (d12 or {}) and d12.get("state") == "running" and
+      d12.get("metadata", {}).get("cli") == "yes",
+      "GET of a CLI sandbox: 200, running, its labels as metadata, no token")
+    st, j, _ = listed("metadata=" + urllib.parse.quote("cli=yes&run=" + RUN, safe=""))
+    t(mine(j) == [cli_id], "listed")
+    ts("stop", cli_id)
+    st, d13, _ = info(cli_id)
+    t((d13 or {}).get("state") == "paused", "a stopped CLI sandbox reads as paused")
+    st, j, _ = request("POST", f"/v2/sandboxes/{cli_id}/connect", {"timeout": 60})
+    t(st == 201 and (info(cli_id)[1] or {}).get("state") == "running",
+      "connect starts it again: 201, running")
+    st, j, _ = request("DELETE", f"/sandboxes/{cli_id}")
+    t(st == 204 and ts("inspect", cli_id).returncode != 0, "and DELETE removes it: 204")
+
     # --- kill ----------------------------------------------------------------------------
     st, j, _ = request("DELETE", f"/sandboxes/{sid}")
     t(st == 204, "DELETE /sandboxes/{id}: 204")
