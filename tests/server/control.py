@@ -246,6 +246,10 @@ try:
             b.setdefault("metadata", {"run": RUN}) if "metadata" not in body else None
         st, j, _ = request("POST", "/v2/sandboxes", b, raw=raw)
         t(is_error(st, j, 400), f"create with {name}: 400 JSON ({st} {j})")
+    big = json.dumps({"metadata": {"run": RUN, "pad": "x" * (2 << 20)}}).encode()
+    st, j, _ = request("POST", "/v2/sandboxes", raw=big)
+    t(st in (400, 413) and isinstance(j, dict) and j.get("code") == st,
+      f"a 2 MiB create body: {st} with a JSON error whose code is the status")
     st, j, _ = request("POST", "/v2/sandboxes", {"templateID": "no-such-" + RUN,
                                                   "metadata": {"run": RUN}})
     t(is_error(st, j, 404), f"an unknown template: 404 JSON ({st} {j})")
