@@ -20,7 +20,10 @@
 
 bool ts_control_expired(const struct ts_srv_sb *e, long long now_ms)
 {
-	return e->has_meta && !e->meta.auto_pause && e->running && e->end_at && e->end_at <= now_ms;
+	/* a paused sandbox has no deadline; one stopped behind serve's back (`toren-sandbox
+	 * stop` or `reap`) still has its E2B one */
+	return e->has_meta && !e->meta.auto_pause && !e->meta.paused && e->end_at &&
+	       e->end_at <= now_ms;
 }
 
 int ts_control_kill(struct ts_srv *srv, struct ts_srv_sb *e, struct ts_error *err)

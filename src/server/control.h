@@ -33,5 +33,6 @@ int ts_control_kill(struct ts_srv *srv, struct ts_srv_sb *e, struct ts_error *er
 /* E2B's pause of an entry (state and meta). -EALREADY when paused or stopped. */
 int ts_control_pause(struct ts_srv *srv, struct ts_srv_sb *e, struct ts_error *err);
 
-/* Is the entry past its deadline, to be killed (not an autoPause one, which is paused)? */
+/* Is the entry past its deadline, to be killed? Not an autoPause one (it is paused), nor
+ * one serve paused (a paused sandbox has no deadline). */
 bool ts_control_expired(const struct ts_srv_sb *e, long long now_ms);

@@ -340,6 +340,15 @@ try:
     r = ts("inspect", short_id)
     t(r.returncode != 0, "the reaper removed it (E2B's kill): the CLI no longer knows it")
 
+    st, st_j = create({"timeout": 3})
+    stopped_id = (st_j or {}).get("sandboxID", "")
+    ts("stop", stopped_id)
+    st, d14, _ = info(stopped_id)
+    t(st == 200 and d14.get("state") == "paused", "stopped behind serve's back: it reads as paused")
+    gone = wait(lambda: info(stopped_id)[0] == 404, timeout=10)
+    t(gone and ts("inspect", stopped_id).returncode != 0,
+      "and past its E2B deadline it is killed all the same (a paused one would not be)")
+
     # --- pause and resume ------------------------------------------------------------------
     r = ts("exec", "-d", sid, "--", "sh", "-c", "echo hi >/tmp/kept; exec sleep 1000")
     time.sleep(0.5)
@@ -399,6 +408,10 @@ try:
     t((d10 or {}).get("lifecycle", {}).get("onTimeout") == "pause", "autoPause: lifecycle onTimeout pause")
     got = wait(lambda: (info(ap_id)[1] or {}).get("state") == "paused", timeout=10)
     t(got, "past its deadline an autoPause sandbox is paused, not killed")
+    time.sleep(2.5)
+    st, d15, _ = info(ap_id)
+    t(st == 200 and d15.get("state") == "paused",
+      "a paused sandbox stays, its deadline long past (2.5 s later still there, paused)")
     st, j, _ = request("POST", f"/sandboxes/{ap_id}/connect", {"timeout": 60})
     t(st == 201, "and connect resumes it: 201")
 
