@@ -147,7 +147,13 @@ static int parse_scopes(const char *s, size_t len, unsigned *ret, char *bad, siz
 			j++;
 		b = scope_bit(s + i, j - i);
 		if (!b) {
-			snprintf(bad, bad_size, "%.*s", (int)(j - i > 64 ? 64 : j - i), s + i);
+			/* quoted only when it looks like a scope: a secret pasted into the
+			 * wrong field must not reach a log */
+			bool quote = j - i <= 32;
+
+			for (size_t k = i; k < j && quote; k++)
+				quote = (s[k] >= 'a' && s[k] <= 'z') || s[k] == ':' || s[k] == '_';
+			snprintf(bad, bad_size, "%.*s", quote ? (int)(j - i) : 0, s + i);
 			return -EINVAL;
 		}
 		bits |= b;

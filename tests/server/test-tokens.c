@@ -207,6 +207,12 @@ int main(void)
 		ok(r == -EINVAL && !strstr(e.msg, "my-pasted-secret"),
 		   "a secret pasted as the hash is not quoted: %s", e.msg);
 		ts_tokens_free(t);
+		t = NULL;
+		r = ts_tokens_parse("a sha256:" H_ABC " e2b_0123456789abcdef\n", 95, "tokens", &t,
+				    &e);
+		ok(r == -EINVAL && !strstr(e.msg, "e2b_0123456789abcdef"),
+		   "nor one pasted as the scopes: %s", e.msg);
+		ts_tokens_free(t);
 	}
 
 	/* Bearer */
