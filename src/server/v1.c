@@ -26,6 +26,9 @@
 
 #define STEPS_PER_WAKE 64 /* events handled per loop wake-up, so one stream never starves others */
 #define STDIN_CHUNK (64U << 10) /* bytes of input per message to the sandbox */
+/* A command stream silent this long gets a keepalive (a blank before a JSON result, a
+ * {"type":"keepalive"} event in ndjson), so no idle timeout on the way cuts it. */
+#define KEEPALIVE_MS 20000
 
 /* --- replies ------------------------------------------------------------------------- */
 
@@ -574,6 +577,8 @@ struct run {
 	struct ts_stream *s;
 	struct ts_cmd *c;
 	struct ts_loop_fd *w;
+	struct ts_loop_timer *keepalive;
+	long long last_write_ms;
 	bool ndjson, text, ended, closed, paused;
 	unsigned in_pump;
 	pid_t pid;
@@ -587,6 +592,7 @@ struct run {
 
 static void run_free(struct run *run)
 {
+	ts_loop_del_timer(run->keepalive);
 	ts_loop_del_fd(run->w);
 	ts_cmd_close(run->c);
 	free(run->stdin_data);
@@ -620,6 +626,7 @@ static int send_line(struct run *run, json_t *j)
 	/* one event a line: a JSON dump has no raw newline */
 	if (ts_stream_write(run->s, s, strlen(s)) < 0 || ts_stream_write(run->s, "\n", 1) < 0)
 		return -EPIPE;
+	run->last_write_ms = ts_loop_now(run->srv->loop);
 	return 0;
 }
 
@@ -736,6 +743,23 @@ static void run_finish(struct run *run, const struct ts_error *err)
 }
 
 static void run_pump(void *userdata);
+
+static void run_on_keepalive(void *userdata)
+{
+	struct run *run = userdata;
+	long long now = ts_loop_now(run->srv->loop);
+
+	if (run->ended || run->closed)
+		return;
+	if (!run->paused && now - run->last_write_ms >= KEEPALIVE_MS) {
+		/* JSON allows white space before the value; ndjson readers skip unknown types */
+		if (run->ndjson)
+			send_line(run, json_pack("{s:s}", "type", "keepalive"));
+		else if (ts_stream_write(run->s, " ", 1) == 0)
+			run->last_write_ms = now;
+	}
+	ts_loop_timer_set(run->keepalive, now + KEEPALIVE_MS);
+}
 
 static void run_on_drain(void *userdata)
 {
@@ -977,11 +1001,16 @@ static void h_commands(void *ctx, struct ts_req *req)
 	run->s = ts_req_stream(req, 200, ndjson ? "application/x-ndjson" : "application/json",
 			       run_on_close, run, &err);
 	if (!run->s) {
+		/* the caller hears a failure: the command it asked for does not run on */
+		ts_cmd_signal_self(run->c, SIGKILL, NULL);
 		run_free(run);
 		reply_error(req, "internal", "%s", err.msg);
 		return;
 	}
 	ts_stream_on_drain(run->s, run_on_drain);
+	run->last_write_ms = ts_loop_now(srv->loop);
+	run->keepalive = ts_loop_add_timer(srv->loop, run->last_write_ms + KEEPALIVE_MS,
+					   run_on_keepalive, run);
 	if (ndjson &&
 	    send_line(run, json_pack("{s:s,s:i}", "type", "start", "pid", (int)run->pid)) < 0) {
 		ts_stream_abort(run->s);
