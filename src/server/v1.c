@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * /v1 REST (v1.h): the routes, their token scopes, JSON in and out, the command stream
- * fed from the ts_cmd handle on the loop, whole-file transfers through ts_xfer.
+ * /v1 REST (v1.h): the routes, their token scopes, JSON in and out, sandboxes, processes,
+ * whole files through ts_xfer (commands: v1-cmd.c).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -26,9 +26,6 @@
 
 #define STEPS_PER_WAKE 64 /* events handled per loop wake-up, so one stream never starves others */
 #define STDIN_CHUNK (64U << 10) /* bytes of input per message to the sandbox */
-/* A command stream silent this long gets a keepalive (a blank before a JSON result, a
- * {"type":"keepalive"} event in ndjson), so no idle timeout on the way cuts it. */
-#define KEEPALIVE_MS 20000
 
 /* --- replies ------------------------------------------------------------------------- */
 
@@ -52,13 +49,12 @@ static unsigned status_of(const char *code)
 	return 500;
 }
 
-static json_t *error_json(const char *code, const char *msg)
+json_t *ts_v1_error_json(const char *code, const char *msg)
 {
 	return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
 }
 
-__attribute__((format(printf, 3, 4))) static void reply_error(struct ts_req *req, const char *code,
-							      const char *fmt, ...)
+void ts_v1_reply_error(struct ts_req *req, const char *code, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -67,11 +63,11 @@ __attribute__((format(printf, 3, 4))) static void reply_error(struct ts_req *req
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	ts_sanitize_text(msg);
-	ts_req_reply_json(req, status_of(code), error_json(code, msg));
+	ts_req_reply_json(req, status_of(code), ts_v1_error_json(code, msg));
 }
 
 /* The code of a backend failure: ts_be_code_name's, with the HTTP status serve uses. */
-static const char *be_code(const struct ts_error *err)
+const char *ts_v1_be_code(const struct ts_error *err)
 {
 	enum ts_be_code c = ts_be_code(err);
 
@@ -103,15 +99,15 @@ static const char *be_code(const struct ts_error *err)
 	return "internal";
 }
 
-static void reply_be_error(struct ts_req *req, const struct ts_error *err)
+void ts_v1_reply_be_error(struct ts_req *req, const struct ts_error *err)
 {
-	reply_error(req, be_code(err), "%s", err->msg);
+	ts_v1_reply_error(req, ts_v1_be_code(err), "%s", err->msg);
 }
 
 static void reply_json(struct ts_req *req, unsigned status, json_t *j)
 {
 	if (!j) {
-		reply_error(req, "internal", "out of memory");
+		ts_v1_reply_error(req, "internal", "out of memory");
 		return;
 	}
 	ts_req_reply_json(req, status, j);
@@ -123,7 +119,7 @@ static void reply_json(struct ts_req *req, unsigned status, json_t *j)
  * Does req carry a token with scope? Bearer first, else X-API-KEY (the E2B SDKs' header;
  * an E2B key maps to a token in the tokens file). Replies 401/403 itself when not.
  */
-static bool authorized(struct ts_srv *srv, struct ts_req *req, const char *scope)
+bool ts_v1_authorized(struct ts_srv *srv, struct ts_req *req, const char *scope)
 {
 	struct ts_error err = { 0 };
 	const char *secret = ts_tokens_bearer(ts_req_header(req, "Authorization"));
@@ -136,11 +132,11 @@ static bool authorized(struct ts_srv *srv, struct ts_req *req, const char *scope
 		return true;
 	if (r == -EACCES) {
 		ts_req_add_header(req, "WWW-Authenticate", "Bearer");
-		reply_error(req, "unauthenticated", "%s", err.msg);
+		ts_v1_reply_error(req, "unauthenticated", "%s", err.msg);
 	} else if (r == -EPERM) {
-		reply_error(req, "permission_denied", "%s", err.msg);
+		ts_v1_reply_error(req, "permission_denied", "%s", err.msg);
 	} else {
-		reply_error(req, "internal", "%s", err.msg);
+		ts_v1_reply_error(req, "internal", "%s", err.msg);
 	}
 	return false;
 }
@@ -148,25 +144,25 @@ static bool authorized(struct ts_srv *srv, struct ts_req *req, const char *scope
 /* --- input --------------------------------------------------------------------------- */
 
 /* The body as a JSON object; replies 400 when it is not one. */
-static json_t *body_object(struct ts_req *req)
+json_t *ts_v1_body_object(struct ts_req *req)
 {
 	struct ts_error err = { 0 };
 	json_t *j = ts_req_json(req, &err);
 
 	if (!j) {
-		reply_error(req, "invalid_argument", "malformed JSON: %s",
-			    err.msg[0] ? err.msg : "not JSON");
+		ts_v1_reply_error(req, "invalid_argument", "malformed JSON: %s",
+				  err.msg[0] ? err.msg : "not JSON");
 		return NULL;
 	}
 	if (!json_is_object(j)) {
-		reply_error(req, "invalid_argument", "the body must be a JSON object");
+		ts_v1_reply_error(req, "invalid_argument", "the body must be a JSON object");
 		return NULL;
 	}
 	return j;
 }
 
 /* A string member (NULL when absent); false after replying 400 for a bad one. */
-static bool get_string(struct ts_req *req, json_t *o, const char *key, const char **ret)
+bool ts_v1_get_string(struct ts_req *req, json_t *o, const char *key, const char **ret)
 {
 	json_t *v = json_object_get(o, key);
 
@@ -175,39 +171,39 @@ static bool get_string(struct ts_req *req, json_t *o, const char *key, const cha
 		return true;
 	if (!json_is_string(v) || json_string_length(v) > TS_V1_STRING_MAX ||
 	    strlen(json_string_value(v)) != json_string_length(v)) {
-		reply_error(req, "invalid_argument",
-			    "`%s` must be a string of at most %u bytes without NUL", key,
-			    TS_V1_STRING_MAX);
+		ts_v1_reply_error(req, "invalid_argument",
+				  "`%s` must be a string of at most %u bytes without NUL", key,
+				  TS_V1_STRING_MAX);
 		return false;
 	}
 	*ret = json_string_value(v);
 	return true;
 }
 
-static bool get_int(struct ts_req *req, json_t *o, const char *key, long long min, long long max,
-		    long long *ret)
+bool ts_v1_get_int(struct ts_req *req, json_t *o, const char *key, long long min, long long max,
+		   long long *ret)
 {
 	json_t *v = json_object_get(o, key);
 
 	if (!v || json_is_null(v))
 		return true;
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
-		reply_error(req, "invalid_argument", "`%s` must be an integer from %lld to %lld",
-			    key, min, max);
+		ts_v1_reply_error(req, "invalid_argument",
+				  "`%s` must be an integer from %lld to %lld", key, min, max);
 		return false;
 	}
 	*ret = json_integer_value(v);
 	return true;
 }
 
-static bool get_bool(struct ts_req *req, json_t *o, const char *key, bool *ret)
+bool ts_v1_get_bool(struct ts_req *req, json_t *o, const char *key, bool *ret)
 {
 	json_t *v = json_object_get(o, key);
 
 	if (!v || json_is_null(v))
 		return true;
 	if (!json_is_boolean(v)) {
-		reply_error(req, "invalid_argument", "`%s` must be true or false", key);
+		ts_v1_reply_error(req, "invalid_argument", "`%s` must be true or false", key);
 		return false;
 	}
 	*ret = json_is_true(v);
@@ -215,8 +211,8 @@ static bool get_bool(struct ts_req *req, json_t *o, const char *key, bool *ret)
 }
 
 /* An object of strings into kvs (borrowed from o). env: keys must be variable names. */
-static bool get_kvs(struct ts_req *req, json_t *o, const char *key, bool env, struct ts_kv **ret,
-		    size_t *n)
+bool ts_v1_get_kvs(struct ts_req *req, json_t *o, const char *key, bool env, struct ts_kv **ret,
+		   size_t *n)
 {
 	json_t *v = json_object_get(o, key), *val;
 	const char *k;
@@ -227,13 +223,14 @@ static bool get_kvs(struct ts_req *req, json_t *o, const char *key, bool env, st
 	if (!v || json_is_null(v))
 		return true;
 	if (!json_is_object(v) || json_object_size(v) > TS_V1_ENVS_MAX) {
-		reply_error(req, "invalid_argument", "`%s` must be an object of at most %d strings",
-			    key, TS_V1_ENVS_MAX);
+		ts_v1_reply_error(req, "invalid_argument",
+				  "`%s` must be an object of at most %d strings", key,
+				  TS_V1_ENVS_MAX);
 		return false;
 	}
 	*ret = calloc(json_object_size(v) + 1, sizeof(**ret));
 	if (!*ret) {
-		reply_error(req, "internal", "out of memory");
+		ts_v1_reply_error(req, "internal", "out of memory");
 		return false;
 	}
 	json_object_foreach(v, k, val) {
@@ -242,9 +239,10 @@ static bool get_kvs(struct ts_req *req, json_t *o, const char *key, bool env, st
 		    !*k || (env && !ts_env_name_valid(k)) || (!env && strchr(k, '='))) {
 			free(*ret);
 			*ret = NULL;
-			reply_error(req, "invalid_argument",
-				    "`%s`: every value must be a string without NUL, every key %s",
-				    key, env ? "a variable name" : "1-256 bytes without `=`");
+			ts_v1_reply_error(
+				req, "invalid_argument",
+				"`%s`: every value must be a string without NUL, every key %s", key,
+				env ? "a variable name" : "1-256 bytes without `=`");
 			return false;
 		}
 		(*ret)[i].key = k;
@@ -260,7 +258,7 @@ static bool parse_pid(struct ts_req *req, const char *s, pid_t *ret)
 	unsigned long long v;
 
 	if (!s || ts_parse_ull(s, &v) < 0 || v == 0 || v > 4194304) {
-		reply_error(req, "invalid_argument", "bad pid `%.32s`", s ? s : "");
+		ts_v1_reply_error(req, "invalid_argument", "bad pid `%.32s`", s ? s : "");
 		return false;
 	}
 	*ret = (pid_t)v;
@@ -269,7 +267,7 @@ static bool parse_pid(struct ts_req *req, const char *s, pid_t *ret)
 
 /* --- encodings ----------------------------------------------------------------------- */
 
-static json_t *base64_json(const uint8_t *p, size_t n)
+json_t *ts_v1_base64_json(const uint8_t *p, size_t n)
 {
 	_cleanup_free_ char *b = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
 
@@ -280,7 +278,7 @@ static json_t *base64_json(const uint8_t *p, size_t n)
 }
 
 /* Decode standard base64; -EINVAL when it is not. */
-static int base64_decode(const char *s, size_t len, uint8_t **ret, size_t *n)
+int ts_v1_base64_decode(const char *s, size_t len, uint8_t **ret, size_t *n)
 {
 	struct base64_decode_ctx ctx;
 	_cleanup_free_ uint8_t *b = malloc(BASE64_DECODE_LENGTH(len) + 1);
@@ -297,7 +295,7 @@ static int base64_decode(const char *s, size_t len, uint8_t **ret, size_t *n)
 }
 
 /* How many bytes at the end of p[0..n) start a UTF-8 sequence that is not complete. */
-static size_t utf8_incomplete_tail(const uint8_t *p, size_t n)
+size_t ts_v1_utf8_incomplete_tail(const uint8_t *p, size_t n)
 {
 	for (size_t i = 1; i <= 3 && i <= n; i++) {
 		uint8_t b = p[n - i];
@@ -315,7 +313,7 @@ static size_t utf8_incomplete_tail(const uint8_t *p, size_t n)
 }
 
 /* data as text when it is UTF-8 (and text allowed), else base64; *enc says which. */
-static json_t *data_json(const uint8_t *p, size_t n, bool text, const char **enc)
+json_t *ts_v1_data_json(const uint8_t *p, size_t n, bool text, const char **enc)
 {
 	json_t *j = text ? json_stringn((const char *)p, n) : NULL;
 
@@ -323,7 +321,7 @@ static json_t *data_json(const uint8_t *p, size_t n, bool text, const char **enc
 	if (j)
 		return j;
 	*enc = "base64";
-	return base64_json(p, n);
+	return ts_v1_base64_json(p, n);
 }
 
 static void rfc3339(long long ms, char *buf, size_t size)
@@ -381,7 +379,7 @@ static json_t *sandbox_json(const struct ts_sb_info *i)
 }
 
 /* The sandbox of the route's first "*"; replies 404 (or the backend's error) when none. */
-static struct ts_sb *route_sandbox(struct ts_srv *srv, struct ts_req *req)
+struct ts_sb *ts_v1_route_sandbox(struct ts_srv *srv, struct ts_req *req)
 {
 	struct ts_error err = { 0 };
 	struct ts_sb *sb = NULL;
@@ -389,11 +387,11 @@ static struct ts_sb *route_sandbox(struct ts_srv *srv, struct ts_req *req)
 	int r = ts_srv_sandbox(srv, id, &sb, &err);
 
 	if (r == -ENOENT) {
-		reply_error(req, "not_found", "sandbox `%.64s` not found", id);
+		ts_v1_reply_error(req, "not_found", "sandbox `%.64s` not found", id);
 		return NULL;
 	}
 	if (r < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return NULL;
 	}
 	return sb;
@@ -410,13 +408,13 @@ static void h_create(void *ctx, struct ts_req *req)
 	json_t *b;
 	int r;
 
-	if (!authorized(srv, req, TS_SCOPE_SANDBOXES_RUN) || !(b = body_object(req)))
+	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_RUN) || !(b = ts_v1_body_object(req)))
 		return;
-	if (!get_string(req, b, "image", &o.template_id) ||
-	    !get_kvs(req, b, "envs", true, &envs, &o.n_envs) ||
-	    !get_kvs(req, b, "metadata", false, &md, &o.n_metadata) ||
-	    !get_int(req, b, "timeout_ms", 0, TS_SB_TIMEOUT_MAX_MS, &o.timeout_ms) ||
-	    !get_bool(req, b, "timeout_absolute", &o.timeout_absolute))
+	if (!ts_v1_get_string(req, b, "image", &o.template_id) ||
+	    !ts_v1_get_kvs(req, b, "envs", true, &envs, &o.n_envs) ||
+	    !ts_v1_get_kvs(req, b, "metadata", false, &md, &o.n_metadata) ||
+	    !ts_v1_get_int(req, b, "timeout_ms", 0, TS_SB_TIMEOUT_MAX_MS, &o.timeout_ms) ||
+	    !ts_v1_get_bool(req, b, "timeout_absolute", &o.timeout_absolute))
 		return;
 	o.envs = envs;
 	o.metadata = md;
@@ -424,7 +422,7 @@ static void h_create(void *ctx, struct ts_req *req)
 	if (r == 0)
 		r = ts_sb_info(sb, &info, &err);
 	if (r < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	reply_json(req, 201, sandbox_json(&info));
@@ -465,18 +463,18 @@ static void h_list(void *ctx, struct ts_req *req)
 	json_t *arr;
 	int r;
 
-	if (!authorized(srv, req, TS_SCOPE_SANDBOXES_READ))
+	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_READ))
 		return;
 	if (!parse_states(ts_req_query(req, "state"), &o)) {
-		reply_error(req, "invalid_argument",
-			    "`state` is a comma-separated list of running, stopped, paused");
+		ts_v1_reply_error(req, "invalid_argument",
+				  "`state` is a comma-separated list of running, stopped, paused");
 		return;
 	}
 	if ((q = ts_req_query(req, "limit"))) {
 		unsigned long long l;
 
 		if (ts_parse_ull(q, &l) < 0 || l == 0 || l > 1000) {
-			reply_error(req, "invalid_argument", "`limit` is from 1 to 1000");
+			ts_v1_reply_error(req, "invalid_argument", "`limit` is from 1 to 1000");
 			return;
 		}
 		o.limit = (unsigned)l;
@@ -488,14 +486,14 @@ static void h_list(void *ctx, struct ts_req *req)
 
 		mdbuf = strdup(q);
 		if (!mdbuf) {
-			reply_error(req, "internal", "out of memory");
+			ts_v1_reply_error(req, "internal", "out of memory");
 			return;
 		}
 		for (tok = strtok_r(mdbuf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			char *eq = strchr(tok, '=');
 
 			if (!eq || eq == tok || o.n_metadata == ELEMENTSOF(md)) {
-				reply_error(
+				ts_v1_reply_error(
 					req, "invalid_argument",
 					"`metadata` is up to %zu comma-separated key=value pairs",
 					ELEMENTSOF(md));
@@ -509,7 +507,7 @@ static void h_list(void *ctx, struct ts_req *req)
 	}
 	r = ts_sb_list(srv->be, &o, &v, &n, &next, &err);
 	if (r < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	arr = json_array();
@@ -529,10 +527,11 @@ static void h_get(void *ctx, struct ts_req *req)
 	struct ts_error err = { 0 };
 	struct ts_sb *sb;
 
-	if (!authorized(srv, req, TS_SCOPE_SANDBOXES_READ) || !(sb = route_sandbox(srv, req)))
+	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_READ) ||
+	    !(sb = ts_v1_route_sandbox(srv, req)))
 		return;
 	if (ts_sb_info(sb, &info, &err) < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	reply_json(req, 200, sandbox_json(&info));
@@ -546,477 +545,20 @@ static void h_delete(void *ctx, struct ts_req *req)
 	const char *id = ts_req_param(req, 0);
 	int r;
 
-	if (!authorized(srv, req, TS_SCOPE_SANDBOXES_RUN))
+	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_RUN))
 		return;
 	/* our cached handle goes first: the sandbox it names is about to be removed */
 	ts_srv_forget(srv, id);
 	r = ts_sb_kill(srv->be, id, &err);
 	if (r == -ENOENT) {
-		reply_error(req, "not_found", "sandbox `%.64s` not found", id);
+		ts_v1_reply_error(req, "not_found", "sandbox `%.64s` not found", id);
 		return;
 	}
 	if (r < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	ts_req_reply(req, 204, NULL, NULL, 0);
-}
-
-/* --- commands ------------------------------------------------------------------------ */
-
-struct capture {
-	uint8_t *p;
-	size_t n, max;
-	bool truncated;
-	uint8_t carry[4]; /* ndjson: an incomplete UTF-8 sequence held for the next piece */
-	size_t ncarry;
-};
-
-struct run {
-	struct ts_srv *srv;
-	struct ts_stream *s;
-	struct ts_cmd *c;
-	struct ts_loop_fd *w;
-	struct ts_loop_timer *keepalive;
-	long long last_write_ms;
-	bool ndjson, text, ended, closed, paused;
-	unsigned in_pump;
-	pid_t pid;
-	uint8_t *stdin_data;
-	size_t stdin_len, stdin_off;
-	bool stdin_close; /* close stdin once stdin_data is in */
-	struct capture out, err;
-	int exit_code, signal;
-	bool timed_out;
-};
-
-static void run_free(struct run *run)
-{
-	ts_loop_del_timer(run->keepalive);
-	ts_loop_del_fd(run->w);
-	ts_cmd_close(run->c);
-	free(run->stdin_data);
-	free(run->out.p);
-	free(run->err.p);
-	free(run);
-}
-
-static void run_on_close(void *userdata, bool client_gone)
-{
-	struct run *run = userdata;
-
-	/* a client that went only stops the stream: the process runs on to its timeout, as
-	 * an E2B command does (the processes routes still reach it) */
-	run->closed = true;
-	run->s = NULL;
-	if (!run->in_pump)
-		run_free(run);
-}
-
-static int send_line(struct run *run, json_t *j)
-{
-	_cleanup_free_ char *s = NULL;
-
-	if (!j)
-		return -ENOMEM;
-	s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	if (!s)
-		return -ENOMEM;
-	/* one event a line: a JSON dump has no raw newline */
-	if (ts_stream_write(run->s, s, strlen(s)) < 0 || ts_stream_write(run->s, "\n", 1) < 0)
-		return -EPIPE;
-	run->last_write_ms = ts_loop_now(run->srv->loop);
-	return 0;
-}
-
-/* A piece of output as an ndjson event, holding back an incomplete UTF-8 tail. */
-static int send_output(struct run *run, const char *type, struct capture *cap, const uint8_t *p,
-		       size_t n, bool last)
-{
-	_cleanup_free_ uint8_t *buf = malloc(cap->ncarry + n + 1);
-	size_t len = cap->ncarry + n, tail;
-	const char *enc;
-	json_t *d;
-
-	if (!buf)
-		return -ENOMEM;
-	memcpy(buf, cap->carry, cap->ncarry);
-	if (n)
-		memcpy(buf + cap->ncarry, p, n);
-	cap->ncarry = 0;
-	tail = run->text && !last ? utf8_incomplete_tail(buf, len) : 0;
-	if (tail && tail < len) {
-		memcpy(cap->carry, buf + len - tail, tail);
-		cap->ncarry = tail;
-		len -= tail;
-	} else if (tail) {
-		memcpy(cap->carry, buf, tail);
-		cap->ncarry = tail;
-		return 0;
-	}
-	if (!len)
-		return 0;
-	d = data_json(buf, len, run->text, &enc);
-	if (!d)
-		return -ENOMEM;
-	return send_line(run, json_pack("{s:s,s:o,s:s}", "type", type, "data", d, "encoding", enc));
-}
-
-static void capture_add(struct capture *cap, const uint8_t *p, size_t n)
-{
-	size_t take = n;
-
-	if (cap->n + take > cap->max) {
-		take = cap->max - cap->n;
-		cap->truncated = true;
-	}
-	if (!take)
-		return;
-	if (!cap->p) {
-		cap->p = malloc(cap->max + 1);
-		if (!cap->p) {
-			cap->truncated = true;
-			return;
-		}
-	}
-	memcpy(cap->p + cap->n, p, take);
-	cap->n += take;
-}
-
-static void put_capture(json_t *j, const char *name, struct capture *cap, bool text)
-{
-	char key[32];
-	const char *enc;
-	size_t n = cap->n;
-
-	/* a cut in the middle of a character would make the whole text look like binary */
-	if (cap->truncated && text)
-		n -= utf8_incomplete_tail(cap->p, n);
-	json_object_set_new(j, name,
-			    data_json(cap->p ? cap->p : (const uint8_t *)"", n, text, &enc));
-	snprintf(key, sizeof(key), "%s_encoding", name);
-	json_object_set_new(j, key, json_string(enc));
-	snprintf(key, sizeof(key), "%s_truncated", name);
-	json_object_set_new(j, key, json_boolean(cap->truncated));
-}
-
-static json_t *end_json(struct run *run)
-{
-	return json_pack("{s:s,s:i,s:i,s:o,s:b}", "type", "end", "pid", (int)run->pid, "exit_code",
-			 run->exit_code, "signal",
-			 run->signal ? json_integer(run->signal) : json_null(), "timed_out",
-			 run->timed_out);
-}
-
-/* Finish the reply after the end (or a failure: err). The stream may close at once. */
-static void run_finish(struct run *run, const struct ts_error *err)
-{
-	struct ts_stream *s = run->s;
-
-	if (run->ndjson) {
-		if (err)
-			send_line(run, json_pack("{s:s,s:o}", "type", "error", "error",
-						 json_pack("{s:s,s:s}", "code", be_code(err),
-							   "message", err->msg)));
-		else {
-			send_output(run, "stdout", &run->out, NULL, 0, true);
-			send_output(run, "stderr", &run->err, NULL, 0, true);
-			send_line(run, end_json(run));
-		}
-	} else {
-		json_t *j = err ? error_json(be_code(err), err->msg) : end_json(run);
-		_cleanup_free_ char *text = NULL;
-
-		if (j && !err) {
-			json_object_del(j, "type");
-			put_capture(j, "stdout", &run->out, run->text);
-			put_capture(j, "stderr", &run->err, run->text);
-		}
-		text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-		json_decref(j);
-		if (text)
-			ts_stream_write(s, text, strlen(text));
-	}
-	run->ended = true;
-	ts_stream_end(s);
-}
-
-static void run_pump(void *userdata);
-
-static void run_on_keepalive(void *userdata)
-{
-	struct run *run = userdata;
-	long long now = ts_loop_now(run->srv->loop);
-
-	if (run->ended || run->closed)
-		return;
-	if (!run->paused && now - run->last_write_ms >= KEEPALIVE_MS) {
-		/* JSON allows white space before the value; ndjson readers skip unknown types */
-		if (run->ndjson)
-			send_line(run, json_pack("{s:s}", "type", "keepalive"));
-		else if (ts_stream_write(run->s, " ", 1) == 0)
-			run->last_write_ms = now;
-	}
-	ts_loop_timer_set(run->keepalive, now + KEEPALIVE_MS);
-}
-
-static void run_on_drain(void *userdata)
-{
-	struct run *run = userdata;
-
-	if (run->paused) {
-		run->paused = false;
-		run_pump(run);
-	}
-}
-
-static void run_on_fd(void *userdata, short revents)
-{
-	run_pump(userdata);
-}
-
-/* Feed stdin, then step the command until it has nothing more or the client is full. */
-static void run_pump(void *userdata)
-{
-	struct run *run = userdata;
-	struct ts_error err = { 0 };
-
-	run->in_pump++;
-	while (run->stdin_off < run->stdin_len && !run->ended && !run->closed) {
-		size_t n = run->stdin_len - run->stdin_off;
-		int r = ts_cmd_input(run->c, run->stdin_data + run->stdin_off,
-				     n > STDIN_CHUNK ? STDIN_CHUNK : n, &err);
-
-		if (r == -EAGAIN)
-			break;
-		if (r < 0) {
-			/* a process that exits without reading its input is not an error */
-			run->stdin_off = run->stdin_len;
-			break;
-		}
-		run->stdin_off += n > STDIN_CHUNK ? STDIN_CHUNK : n;
-	}
-	if (run->stdin_close && run->stdin_off == run->stdin_len && !run->closed) {
-		ts_cmd_input_close(run->c, &err);
-		run->stdin_close = false;
-	}
-	for (unsigned i = 0; i < STEPS_PER_WAKE && !run->ended && !run->closed; i++) {
-		struct ts_cmd_event ev;
-		int r;
-
-		/* backpressure: a client that does not read stops us reading the sandbox */
-		if (run->ndjson && ts_stream_pending(run->s) > TS_HTTP_STREAM_HIGH) {
-			run->paused = true;
-			ts_loop_mod_fd(run->w, 0);
-			break;
-		}
-		r = ts_cmd_step(run->c, &ev, &err);
-		if (r == 0)
-			break;
-		if (r < 0) {
-			run_finish(run, &err);
-			break;
-		}
-		switch (ev.type) {
-		case TS_CMD_EV_START:
-			if (ev.pid)
-				run->pid = ev.pid;
-			break;
-		case TS_CMD_EV_STDOUT:
-		case TS_CMD_EV_STDERR:
-		case TS_CMD_EV_PTY: {
-			struct capture *cap = ev.type == TS_CMD_EV_STDERR ? &run->err : &run->out;
-
-			if (!run->ndjson)
-				capture_add(cap, ev.data, ev.len);
-			else if (send_output(run, ev.type == TS_CMD_EV_STDERR ? "stderr" : "stdout",
-					     cap, ev.data, ev.len, false) < 0) {
-				ts_err(&err, -ENOMEM, "out of memory");
-				run_finish(run, &err);
-			}
-			break;
-		}
-		case TS_CMD_EV_END:
-			run->exit_code = ev.exit_code;
-			run->signal = ev.signal;
-			run->timed_out = ev.timed_out;
-			run_finish(run, NULL);
-			break;
-		}
-	}
-	if (!run->ended && !run->closed && !run->paused)
-		ts_loop_mod_fd(run->w, ts_cmd_events(run->c));
-	if (!--run->in_pump && run->closed)
-		run_free(run);
-}
-
-/* The argv of a command body: cmd (through /bin/sh -c) or argv. */
-static bool command_argv(struct ts_req *req, json_t *b, char ***ret)
-{
-	json_t *argv = json_object_get(b, "argv"), *v;
-	const char *cmd;
-	size_t i;
-
-	if (!get_string(req, b, "cmd", &cmd))
-		return false;
-	if (!!cmd == !!(argv && !json_is_null(argv))) {
-		reply_error(req, "invalid_argument", "give either `cmd` or `argv`");
-		return false;
-	}
-	if (cmd) {
-		*ret = calloc(4, sizeof(char *));
-		if (!*ret) {
-			reply_error(req, "internal", "out of memory");
-			return false;
-		}
-		(*ret)[0] = (char *)"/bin/sh";
-		(*ret)[1] = (char *)"-c";
-		(*ret)[2] = (char *)cmd;
-		return true;
-	}
-	if (!json_is_array(argv) || json_array_size(argv) == 0 ||
-	    json_array_size(argv) > TS_V1_ARGV_MAX) {
-		reply_error(req, "invalid_argument", "`argv` must be 1-%d strings", TS_V1_ARGV_MAX);
-		return false;
-	}
-	*ret = calloc(json_array_size(argv) + 1, sizeof(char *));
-	if (!*ret) {
-		reply_error(req, "internal", "out of memory");
-		return false;
-	}
-	json_array_foreach(argv, i, v) {
-		if (!json_is_string(v) || json_string_length(v) > TS_V1_STRING_MAX ||
-		    strlen(json_string_value(v)) != json_string_length(v)) {
-			free(*ret);
-			*ret = NULL;
-			reply_error(req, "invalid_argument",
-				    "`argv` must be strings of at most %u bytes without NUL",
-				    TS_V1_STRING_MAX);
-			return false;
-		}
-		(*ret)[i] = (char *)json_string_value(v);
-	}
-	return true;
-}
-
-/* Does the client want the event stream: Accept: application/x-ndjson or "stream": true. */
-static bool wants_stream(struct ts_req *req, json_t *b, bool *ret)
-{
-	const char *accept = ts_req_header(req, "Accept");
-
-	*ret = accept && strstr(accept, "application/x-ndjson");
-	return get_bool(req, b, "stream", ret);
-}
-
-static void h_commands(void *ctx, struct ts_req *req)
-{
-	struct ts_srv *srv = ctx;
-	struct ts_cmd_opts o = { .timeout_ms = 60000 };
-	_cleanup_free_ char **argv = NULL;
-	_cleanup_free_ struct ts_kv *envs = NULL;
-	_cleanup_free_ uint8_t *in = NULL;
-	struct ts_error err = { 0 };
-	struct ts_sb *sb;
-	struct run *run;
-	const char *stdin_s = NULL, *stdin_b64 = NULL, *enc = NULL;
-	long long timeout = 60000, max_out = TS_V1_OUTPUT_DEFAULT;
-	bool ndjson = false, keep_stdin = false;
-	size_t in_len = 0;
-	json_t *b, *sv;
-	int r;
-
-	if (!authorized(srv, req, TS_SCOPE_SANDBOXES_RUN) || !(b = body_object(req)))
-		return;
-	if (!command_argv(req, b, &argv) || !get_kvs(req, b, "envs", true, &envs, &o.n_envs) ||
-	    !get_string(req, b, "cwd", &o.cwd) || !get_string(req, b, "user", &o.user) ||
-	    !get_string(req, b, "tag", &o.tag) ||
-	    !get_int(req, b, "timeout_ms", 0, TS_SB_TIMEOUT_MAX_MS, &timeout) ||
-	    !get_int(req, b, "max_output_bytes", 0, TS_V1_OUTPUT_MAX, &max_out) ||
-	    !get_string(req, b, "encoding", &enc) ||
-	    !get_string(req, b, "stdin_base64", &stdin_b64) || !wants_stream(req, b, &ndjson))
-		return;
-	if (enc && strcmp(enc, "utf-8") && strcmp(enc, "base64")) {
-		reply_error(req, "invalid_argument", "`encoding` is `utf-8` or `base64`");
-		return;
-	}
-	/* stdin: a string (given, then closed), or true (a pipe kept open for .../stdin) */
-	sv = json_object_get(b, "stdin");
-	if (json_is_boolean(sv))
-		keep_stdin = json_is_true(sv);
-	else if (!get_string(req, b, "stdin", &stdin_s))
-		return;
-	if (stdin_s && stdin_b64) {
-		reply_error(req, "invalid_argument", "give `stdin` or `stdin_base64`, not both");
-		return;
-	}
-	if (stdin_b64 && base64_decode(stdin_b64, strlen(stdin_b64), &in, &in_len) < 0) {
-		reply_error(req, "invalid_argument", "`stdin_base64` is not base64");
-		return;
-	}
-	if (stdin_s) {
-		in_len = strlen(stdin_s);
-		in = malloc(in_len + 1);
-		if (!in) {
-			reply_error(req, "internal", "out of memory");
-			return;
-		}
-		memcpy(in, stdin_s, in_len);
-	}
-	if (!(sb = route_sandbox(srv, req)))
-		return;
-	o.argv = argv;
-	o.envs = envs;
-	o.timeout_ms = (unsigned long long)timeout;
-	o.stdin_open = keep_stdin || in;
-
-	run = calloc(1, sizeof(*run));
-	if (!run) {
-		reply_error(req, "internal", "out of memory");
-		return;
-	}
-	run->srv = srv;
-	run->ndjson = ndjson;
-	run->text = !enc || !strcmp(enc, "utf-8");
-	run->out.max = run->err.max = (size_t)max_out;
-	run->stdin_data = TAKE_PTR(in);
-	run->stdin_len = in_len;
-	run->stdin_close = run->stdin_data != NULL;
-	r = ts_cmd_start(sb, &o, &run->c, &run->pid, NULL, &err);
-	if (r < 0) {
-		run_free(run);
-		reply_be_error(req, &err);
-		return;
-	}
-	run->w =
-		ts_loop_add_fd(srv->loop, ts_cmd_fd(run->c), ts_cmd_events(run->c), run_on_fd, run);
-	if (!run->w) {
-		run_free(run);
-		reply_error(req, "internal", "cannot watch the command's stream");
-		return;
-	}
-	/* Both forms are a stream: the status is known once the process started (any
-	 * failure before is a typed error above), and a long command keeps no reply open
-	 * in the HTTP layer's buffers. */
-	run->s = ts_req_stream(req, 200, ndjson ? "application/x-ndjson" : "application/json",
-			       run_on_close, run, &err);
-	if (!run->s) {
-		/* the caller hears a failure: the command it asked for does not run on */
-		ts_cmd_signal_self(run->c, SIGKILL, NULL);
-		run_free(run);
-		reply_error(req, "internal", "%s", err.msg);
-		return;
-	}
-	ts_stream_on_drain(run->s, run_on_drain);
-	run->last_write_ms = ts_loop_now(srv->loop);
-	run->keepalive = ts_loop_add_timer(srv->loop, run->last_write_ms + KEEPALIVE_MS,
-					   run_on_keepalive, run);
-	if (ndjson &&
-	    send_line(run, json_pack("{s:s,s:i}", "type", "start", "pid", (int)run->pid)) < 0) {
-		ts_stream_abort(run->s);
-		return;
-	}
-	run_pump(run);
 }
 
 /* --- processes ----------------------------------------------------------------------- */
@@ -1039,10 +581,11 @@ static void h_processes(void *ctx, struct ts_req *req)
 	size_t n = 0;
 	json_t *arr;
 
-	if (!authorized(srv, req, TS_SCOPE_SANDBOXES_READ) || !(sb = route_sandbox(srv, req)))
+	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_READ) ||
+	    !(sb = ts_v1_route_sandbox(srv, req)))
 		return;
 	if (ts_cmd_list(sb, &v, &n, &err) < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	arr = json_array();
@@ -1088,7 +631,7 @@ static void h_kill(void *ctx, struct ts_req *req)
 	int sig = SIGKILL;
 	json_t *b, *s;
 
-	if (!authorized(srv, req, TS_SCOPE_SANDBOXES_RUN) || !(b = body_object(req)) ||
+	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_RUN) || !(b = ts_v1_body_object(req)) ||
 	    !parse_pid(req, ts_req_param(req, 1), &sel.pid))
 		return;
 	s = json_object_get(b, "signal");
@@ -1103,19 +646,19 @@ static void h_kill(void *ctx, struct ts_req *req)
 		for (i = 0; i < ELEMENTSOF(signals) && strcmp(signals[i].name, full); i++)
 			;
 		if (i == ELEMENTSOF(signals)) {
-			reply_error(req, "invalid_argument", "unknown signal `%.16s`", name);
+			ts_v1_reply_error(req, "invalid_argument", "unknown signal `%.16s`", name);
 			return;
 		}
 		sig = signals[i].sig;
 	} else if (s && !json_is_null(s)) {
-		reply_error(req, "invalid_argument",
-			    "`signal` is a number 1-64 or a name (SIGTERM)");
+		ts_v1_reply_error(req, "invalid_argument",
+				  "`signal` is a number 1-64 or a name (SIGTERM)");
 		return;
 	}
-	if (!(sb = route_sandbox(srv, req)))
+	if (!(sb = ts_v1_route_sandbox(srv, req)))
 		return;
 	if (ts_cmd_signal(sb, &sel, sig, &err) < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	ts_req_reply(req, 204, NULL, NULL, 0);
@@ -1134,17 +677,20 @@ static void h_stdin(void *ctx, struct ts_req *req)
 	size_t n = 0;
 	json_t *b;
 
-	if (!authorized(srv, req, TS_SCOPE_SANDBOXES_RUN) || !(b = body_object(req)) ||
-	    !parse_pid(req, ts_req_param(req, 1), &sel.pid) || !get_string(req, b, "data", &data) ||
-	    !get_string(req, b, "data_base64", &b64) || !get_bool(req, b, "close", &close))
+	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_RUN) || !(b = ts_v1_body_object(req)) ||
+	    !parse_pid(req, ts_req_param(req, 1), &sel.pid) ||
+	    !ts_v1_get_string(req, b, "data", &data) ||
+	    !ts_v1_get_string(req, b, "data_base64", &b64) ||
+	    !ts_v1_get_bool(req, b, "close", &close))
 		return;
 	if (data && b64) {
-		reply_error(req, "invalid_argument", "give `data` or `data_base64`, not both");
+		ts_v1_reply_error(req, "invalid_argument",
+				  "give `data` or `data_base64`, not both");
 		return;
 	}
 	if (b64) {
-		if (base64_decode(b64, strlen(b64), &dec, &n) < 0) {
-			reply_error(req, "invalid_argument", "`data_base64` is not base64");
+		if (ts_v1_base64_decode(b64, strlen(b64), &dec, &n) < 0) {
+			ts_v1_reply_error(req, "invalid_argument", "`data_base64` is not base64");
 			return;
 		}
 		p = dec;
@@ -1152,19 +698,19 @@ static void h_stdin(void *ctx, struct ts_req *req)
 		p = (const uint8_t *)data;
 		n = strlen(data);
 	}
-	if (!(sb = route_sandbox(srv, req)))
+	if (!(sb = ts_v1_route_sandbox(srv, req)))
 		return;
 	for (size_t off = 0; off < n;) {
 		size_t k = n - off > STDIN_CHUNK ? STDIN_CHUNK : n - off;
 
 		if (ts_cmd_send_stdin(sb, &sel, p + off, k, &err) < 0) {
-			reply_be_error(req, &err);
+			ts_v1_reply_be_error(req, &err);
 			return;
 		}
 		off += k;
 	}
 	if (close && ts_cmd_close_stdin(sb, &sel, &err) < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	ts_req_reply(req, 204, NULL, NULL, 0);
@@ -1178,7 +724,7 @@ static bool file_args(struct ts_req *req, const char **path, const char **user)
 	*path = ts_req_query(req, "path");
 	*user = ts_req_query(req, "user");
 	if (!*path || !**path || strlen(*path) > 4096) {
-		reply_error(req, "invalid_argument", "`path` is required (1-4096 bytes)");
+		ts_v1_reply_error(req, "invalid_argument", "`path` is required (1-4096 bytes)");
 		return false;
 	}
 	if (*user && !**user)
@@ -1266,47 +812,85 @@ static void h_file_get(void *ctx, struct ts_req *req)
 	struct ts_error err = { 0 };
 	struct ts_be_entry e = { 0 };
 	const char *path, *user;
+	const uint8_t *d = NULL;
 	struct ts_sb *sb;
 	struct get *g;
+	size_t len = 0;
+	int first;
 
-	if (!authorized(srv, req, TS_SCOPE_FILES_READ) || !file_args(req, &path, &user) ||
-	    !(sb = route_sandbox(srv, req)))
+	if (!ts_v1_authorized(srv, req, TS_SCOPE_FILES_READ) || !file_args(req, &path, &user) ||
+	    !(sb = ts_v1_route_sandbox(srv, req)))
 		return;
 	/* what can be known before the status is: that the file is there and a file */
 	if (ts_file_stat(sb, path, user, &e, &err) < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	if (e.type == TS_BE_DIR) {
 		ts_be_entry_clear(&e);
-		reply_error(req, "invalid_argument", "`%.256s` is a directory", path);
+		ts_v1_reply_error(req, "invalid_argument", "`%.256s` is a directory", path);
 		return;
 	}
 	ts_be_entry_clear(&e);
 	g = calloc(1, sizeof(*g));
 	if (!g) {
-		reply_error(req, "internal", "out of memory");
+		ts_v1_reply_error(req, "internal", "out of memory");
 		return;
 	}
 	if (ts_xfer_read_start(sb, path, user, &g->x, &err) < 0) {
 		free(g);
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
+		return;
+	}
+	/* The sandbox's first answer decides the status (a file the user may not read is
+	 * 403, not a 200 cut short): wait for it here, bounded like any backend request;
+	 * the rest streams from the loop. */
+	for (;;) {
+		struct pollfd p = { .fd = ts_xfer_fd(g->x), .events = ts_xfer_events(g->x) };
+		int pr;
+
+		first = ts_xfer_step(g->x, &d, &len, &err);
+		if (first != 0)
+			break;
+		pr = poll(&p, 1, TS_BE_REPLY_MS);
+		if (pr == 0 || (pr < 0 && errno != EINTR)) {
+			first = ts_err(&err, -ETIMEDOUT, "the sandbox did not answer in %d s",
+				       TS_BE_REPLY_MS / 1000);
+			break;
+		}
+	}
+	if (first < 0) {
+		get_free(g);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	g->w = ts_loop_add_fd(srv->loop, ts_xfer_fd(g->x), ts_xfer_events(g->x), get_on_fd, g);
 	if (!g->w) {
 		get_free(g);
-		reply_error(req, "internal", "cannot watch the transfer");
+		ts_v1_reply_error(req, "internal", "cannot watch the transfer");
 		return;
 	}
 	g->s = ts_req_stream(req, 200, "application/octet-stream", get_on_close, g, &err);
 	if (!g->s) {
 		get_free(g);
-		reply_error(req, "internal", "%s", err.msg);
+		ts_v1_reply_error(req, "internal", "%s", err.msg);
 		return;
 	}
 	ts_stream_on_drain(g->s, get_on_drain);
-	get_pump(g);
+	g->in_pump++;
+	if (first == 1 && ts_stream_write(g->s, d, len) < 0) {
+		g->done = true;
+		ts_stream_abort(g->s);
+	} else if (first == 2) {
+		g->done = true;
+		ts_stream_end(g->s);
+	}
+	if (!--g->in_pump && g->closed) {
+		get_free(g);
+		return;
+	}
+	if (!g->done)
+		get_pump(g);
 }
 
 static void h_file_put(void *ctx, struct ts_req *req)
@@ -1320,7 +904,7 @@ static void h_file_put(void *ctx, struct ts_req *req)
 	size_t len;
 	int r;
 
-	if (!authorized(srv, req, TS_SCOPE_FILES_WRITE) || !file_args(req, &path, &user))
+	if (!ts_v1_authorized(srv, req, TS_SCOPE_FILES_WRITE) || !file_args(req, &path, &user))
 		return;
 	ms = ts_req_query(req, "mode");
 	if (ms) {
@@ -1329,11 +913,11 @@ static void h_file_put(void *ctx, struct ts_req *req)
 		errno = 0;
 		mode = strtoull(ms, &end, 8);
 		if (errno || end == ms || *end || mode > 07777) {
-			reply_error(req, "invalid_argument", "`mode` is octal, at most 7777");
+			ts_v1_reply_error(req, "invalid_argument", "`mode` is octal, at most 7777");
 			return;
 		}
 	}
-	if (!(sb = route_sandbox(srv, req)))
+	if (!(sb = ts_v1_route_sandbox(srv, req)))
 		return;
 	body = ts_req_body(req, &len);
 	/* E2B's uploads create the parents; so do ours */
@@ -1345,7 +929,7 @@ static void h_file_put(void *ctx, struct ts_req *req)
 		if (slash && slash != dir) {
 			*slash = '\0';
 			if (ts_file_mkdir(sb, dir, user, &made, &err) < 0) {
-				reply_be_error(req, &err);
+				ts_v1_reply_be_error(req, &err);
 				return;
 			}
 		}
@@ -1353,7 +937,7 @@ static void h_file_put(void *ctx, struct ts_req *req)
 	r = ts_file_write(sb, path, user, body ? body : (const uint8_t *)"", len,
 			  ms ? (int)mode : -1, &err);
 	if (r < 0) {
-		reply_be_error(req, &err);
+		ts_v1_reply_be_error(req, &err);
 		return;
 	}
 	reply_json(req, 200, json_pack("{s:s,s:I}", "path", path, "size", (json_int_t)len));
@@ -1395,11 +979,12 @@ static void h_fallback(void *ctx, struct ts_req *req)
 
 	for (const struct ts_route *rt = ts_v1_routes; rt->pattern; rt++)
 		if (rt->method && pattern_match(rt->pattern, path)) {
-			reply_error(req, "method_not_allowed", "`%.16s` is not allowed on `%.256s`",
-				    ts_req_method(req), path);
+			ts_v1_reply_error(req, "method_not_allowed",
+					  "`%.16s` is not allowed on `%.256s`", ts_req_method(req),
+					  path);
 			return;
 		}
-	reply_error(req, "not_found", "no route `%.256s`", path);
+	ts_v1_reply_error(req, "not_found", "no route `%.256s`", path);
 }
 
 const struct ts_route ts_v1_routes[] = {
@@ -1408,7 +993,7 @@ const struct ts_route ts_v1_routes[] = {
 	{ "GET", "/v1/sandboxes", h_list, NULL, 0 },
 	{ "GET", "/v1/sandboxes/*", h_get, NULL, 0 },
 	{ "DELETE", "/v1/sandboxes/*", h_delete, NULL, 0 },
-	{ "POST", "/v1/sandboxes/*/commands", h_commands, NULL, 0 },
+	{ "POST", "/v1/sandboxes/*/commands", ts_v1_commands, NULL, 0 },
 	{ "GET", "/v1/sandboxes/*/files", h_file_get, NULL, 0 },
 	{ "PUT", "/v1/sandboxes/*/files", h_file_put, NULL, TS_V1_FILE_MAX },
 	{ "GET", "/v1/sandboxes/*/processes", h_processes, NULL, 0 },
