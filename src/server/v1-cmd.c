@@ -35,6 +35,7 @@ struct capture {
 
 struct run {
 	struct ts_srv *srv;
+	struct ts_srv_sb *e; /* a reference: the handle stays while the stream runs */
 	struct ts_stream *s;
 	struct ts_cmd *c;
 	struct ts_loop_fd *w;
@@ -56,6 +57,7 @@ static void run_free(struct run *run)
 	ts_loop_del_timer(run->keepalive);
 	ts_loop_del_fd(run->w);
 	ts_cmd_close(run->c);
+	ts_srv_sb_unref(run->e);
 	free(run->stdin_data);
 	free(run->out.p);
 	free(run->err.p);
@@ -379,6 +381,7 @@ void ts_v1_commands(void *ctx, struct ts_req *req)
 	_cleanup_free_ struct ts_kv *envs = NULL;
 	_cleanup_free_ uint8_t *in = NULL;
 	struct ts_error err = { 0 };
+	struct ts_srv_sb *e = NULL;
 	struct ts_sb *sb;
 	struct run *run;
 	const char *stdin_s = NULL, *stdin_b64 = NULL, *enc = NULL;
@@ -428,7 +431,7 @@ void ts_v1_commands(void *ctx, struct ts_req *req)
 		}
 		memcpy(in, stdin_s, in_len);
 	}
-	if (!(sb = ts_v1_route_sandbox(srv, req)))
+	if (!(sb = ts_v1_route_sandbox(srv, req, &e)))
 		return;
 	o.argv = argv;
 	o.envs = envs;
@@ -441,6 +444,7 @@ void ts_v1_commands(void *ctx, struct ts_req *req)
 		return;
 	}
 	run->srv = srv;
+	run->e = ts_srv_sb_ref(e);
 	run->ndjson = ndjson;
 	run->text = !enc || !strcmp(enc, "utf-8");
 	run->out.max = run->err.max = (size_t)max_out;

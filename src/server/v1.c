@@ -113,6 +113,116 @@ static void reply_json(struct ts_req *req, unsigned status, json_t *j)
 	ts_req_reply_json(req, status, j);
 }
 
+/* --- bodies ------------------------------------------------------------------------- */
+
+/* Every /v1 route takes its body itself (route.begin), so that one past the bound is
+ * answered by the handler, in /v1's error shape, like every other error. */
+
+#define JSON_DEPTH 64 /* nesting of a request's JSON */
+
+struct body {
+	uint8_t *p;
+	size_t n, cap, max;
+	int error; /* -EFBIG past max, -ENOMEM */
+	json_t *json;
+};
+
+static void body_free(void *userdata)
+{
+	struct body *b = userdata;
+
+	if (!b)
+		return;
+	json_decref(b->json);
+	free(b->p);
+	free(b);
+}
+
+static int body_on_data(void *userdata, const uint8_t *p, size_t n)
+{
+	struct body *b = userdata;
+
+	if (n > b->max - b->n) {
+		free(b->p);
+		b->p = NULL;
+		b->n = b->cap = 0;
+		b->error = -EFBIG;
+		return -EFBIG;
+	}
+	if (b->n + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		uint8_t *np;
+
+		while (cap < b->n + n + 1)
+			cap *= 2;
+		np = realloc(b->p, cap);
+		if (!np) {
+			b->error = -ENOMEM;
+			return -ENOMEM;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, p, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+	return 0;
+}
+
+static int body_begin(struct ts_req *req, size_t max)
+{
+	struct body *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->max = max;
+	ts_req_set_userdata(req, b, body_free);
+	ts_req_on_data(req, body_on_data, b);
+	return 0;
+}
+
+static int begin_json(void *ctx, struct ts_req *req)
+{
+	return body_begin(req, TS_HTTP_BODY_MAX);
+}
+
+static int begin_file(void *ctx, struct ts_req *req)
+{
+	return body_begin(req, TS_V1_FILE_MAX);
+}
+
+const uint8_t *ts_v1_body(struct ts_req *req, size_t *len)
+{
+	struct body *b = ts_req_userdata(req);
+
+	*len = b ? b->n : 0;
+	return b && b->p ? b->p : (const uint8_t *)"";
+}
+
+/* Nesting depth of JSON text within limit (strings skipped). */
+static bool depth_ok(const uint8_t *p, size_t n, unsigned limit)
+{
+	unsigned depth = 0;
+	bool in_str = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in_str) {
+			if (p[i] == '\\')
+				i++;
+			else if (p[i] == '"')
+				in_str = false;
+		} else if (p[i] == '"') {
+			in_str = true;
+		} else if (p[i] == '{' || p[i] == '[') {
+			if (++depth > limit)
+				return false;
+		} else if ((p[i] == '}' || p[i] == ']') && depth) {
+			depth--;
+		}
+	}
+	return true;
+}
+
 /* --- auth ---------------------------------------------------------------------------- */
 
 /*
@@ -123,8 +233,19 @@ bool ts_v1_authorized(struct ts_srv *srv, struct ts_req *req, const char *scope)
 {
 	struct ts_error err = { 0 };
 	const char *secret = ts_tokens_bearer(ts_req_header(req, "Authorization"));
+	struct body *b = ts_req_userdata(req);
 	int r;
 
+	/* the body came in first: one past its bound is refused in /v1's shape */
+	if (b && b->error == -EFBIG) {
+		ts_v1_reply_error(req, "payload_too_large", "request body larger than %zu bytes",
+				  b->max);
+		return false;
+	}
+	if (b && b->error) {
+		ts_v1_reply_error(req, "internal", "out of memory");
+		return false;
+	}
 	if (!secret)
 		secret = ts_req_header(req, "X-API-KEY");
 	r = ts_tokens_check(srv->tokens, secret, scope, &err);
@@ -146,12 +267,23 @@ bool ts_v1_authorized(struct ts_srv *srv, struct ts_req *req, const char *scope)
 /* The body as a JSON object; replies 400 when it is not one. */
 json_t *ts_v1_body_object(struct ts_req *req)
 {
-	struct ts_error err = { 0 };
-	json_t *j = ts_req_json(req, &err);
+	struct body *b = ts_req_userdata(req);
+	json_error_t jerr;
+	json_t *j;
 
+	if (!b || !b->n) /* no body: {} */
+		return b && (b->json = json_object()) ? b->json : NULL;
+	if (b->json)
+		return b->json;
+	if (!depth_ok(b->p, b->n, JSON_DEPTH)) {
+		ts_v1_reply_error(req, "invalid_argument", "malformed JSON: nested deeper than %d",
+				  JSON_DEPTH);
+		return NULL;
+	}
+	j = b->json = json_loadb((const char *)b->p, b->n, JSON_REJECT_DUPLICATES, &jerr);
 	if (!j) {
-		ts_v1_reply_error(req, "invalid_argument", "malformed JSON: %s",
-				  err.msg[0] ? err.msg : "not JSON");
+		ts_v1_reply_error(req, "invalid_argument", "malformed JSON: %s (line %d)",
+				  jerr.text, jerr.line);
 		return NULL;
 	}
 	if (!json_is_object(j)) {
@@ -379,12 +511,12 @@ static json_t *sandbox_json(const struct ts_sb_info *i)
 }
 
 /* The sandbox of the route's first "*"; replies 404 (or the backend's error) when none. */
-struct ts_sb *ts_v1_route_sandbox(struct ts_srv *srv, struct ts_req *req)
+struct ts_sb *ts_v1_route_sandbox(struct ts_srv *srv, struct ts_req *req, struct ts_srv_sb **entry)
 {
 	struct ts_error err = { 0 };
-	struct ts_sb *sb = NULL;
+	struct ts_srv_sb *e = NULL;
 	const char *id = ts_req_param(req, 0);
-	int r = ts_srv_sandbox(srv, id, &sb, &err);
+	int r = ts_srv_sandbox(srv, id, &e, &err);
 
 	if (r == -ENOENT) {
 		ts_v1_reply_error(req, "not_found", "sandbox `%.64s` not found", id);
@@ -394,7 +526,9 @@ struct ts_sb *ts_v1_route_sandbox(struct ts_srv *srv, struct ts_req *req)
 		ts_v1_reply_be_error(req, &err);
 		return NULL;
 	}
-	return sb;
+	if (entry)
+		*entry = e;
+	return e->sb;
 }
 
 static void h_create(void *ctx, struct ts_req *req)
@@ -528,7 +662,7 @@ static void h_get(void *ctx, struct ts_req *req)
 	struct ts_sb *sb;
 
 	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_READ) ||
-	    !(sb = ts_v1_route_sandbox(srv, req)))
+	    !(sb = ts_v1_route_sandbox(srv, req, NULL)))
 		return;
 	if (ts_sb_info(sb, &info, &err) < 0) {
 		ts_v1_reply_be_error(req, &err);
@@ -582,7 +716,7 @@ static void h_processes(void *ctx, struct ts_req *req)
 	json_t *arr;
 
 	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_READ) ||
-	    !(sb = ts_v1_route_sandbox(srv, req)))
+	    !(sb = ts_v1_route_sandbox(srv, req, NULL)))
 		return;
 	if (ts_cmd_list(sb, &v, &n, &err) < 0) {
 		ts_v1_reply_be_error(req, &err);
@@ -655,7 +789,7 @@ static void h_kill(void *ctx, struct ts_req *req)
 				  "`signal` is a number 1-64 or a name (SIGTERM)");
 		return;
 	}
-	if (!(sb = ts_v1_route_sandbox(srv, req)))
+	if (!(sb = ts_v1_route_sandbox(srv, req, NULL)))
 		return;
 	if (ts_cmd_signal(sb, &sel, sig, &err) < 0) {
 		ts_v1_reply_be_error(req, &err);
@@ -698,7 +832,7 @@ static void h_stdin(void *ctx, struct ts_req *req)
 		p = (const uint8_t *)data;
 		n = strlen(data);
 	}
-	if (!(sb = ts_v1_route_sandbox(srv, req)))
+	if (!(sb = ts_v1_route_sandbox(srv, req, NULL)))
 		return;
 	for (size_t off = 0; off < n;) {
 		size_t k = n - off > STDIN_CHUNK ? STDIN_CHUNK : n - off;
@@ -733,6 +867,7 @@ static bool file_args(struct ts_req *req, const char **path, const char **user)
 }
 
 struct get {
+	struct ts_srv_sb *e; /* a reference: the handle stays while the stream runs */
 	struct ts_stream *s;
 	struct ts_xfer *x;
 	struct ts_loop_fd *w;
@@ -744,6 +879,7 @@ static void get_free(struct get *g)
 {
 	ts_loop_del_fd(g->w);
 	ts_xfer_close(g->x);
+	ts_srv_sb_unref(g->e);
 	free(g);
 }
 
@@ -813,13 +949,14 @@ static void h_file_get(void *ctx, struct ts_req *req)
 	struct ts_be_entry e = { 0 };
 	const char *path, *user;
 	const uint8_t *d = NULL;
+	struct ts_srv_sb *entry = NULL;
 	struct ts_sb *sb;
 	struct get *g;
 	size_t len = 0;
 	int first;
 
 	if (!ts_v1_authorized(srv, req, TS_SCOPE_FILES_READ) || !file_args(req, &path, &user) ||
-	    !(sb = ts_v1_route_sandbox(srv, req)))
+	    !(sb = ts_v1_route_sandbox(srv, req, &entry)))
 		return;
 	/* what can be known before the status is: that the file is there and a file */
 	if (ts_file_stat(sb, path, user, &e, &err) < 0) {
@@ -837,7 +974,9 @@ static void h_file_get(void *ctx, struct ts_req *req)
 		ts_v1_reply_error(req, "internal", "out of memory");
 		return;
 	}
+	g->e = ts_srv_sb_ref(entry);
 	if (ts_xfer_read_start(sb, path, user, &g->x, &err) < 0) {
+		ts_srv_sb_unref(g->e);
 		free(g);
 		ts_v1_reply_be_error(req, &err);
 		return;
@@ -917,9 +1056,9 @@ static void h_file_put(void *ctx, struct ts_req *req)
 			return;
 		}
 	}
-	if (!(sb = ts_v1_route_sandbox(srv, req)))
+	if (!(sb = ts_v1_route_sandbox(srv, req, NULL)))
 		return;
-	body = ts_req_body(req, &len);
+	body = ts_v1_body(req, &len);
 	/* E2B's uploads create the parents; so do ours */
 	{
 		_cleanup_free_ char *dir = strdup(path);
@@ -988,18 +1127,18 @@ static void h_fallback(void *ctx, struct ts_req *req)
 }
 
 const struct ts_route ts_v1_routes[] = {
-	{ "GET", "/v1/openapi.json", h_openapi, NULL, 0 },
-	{ "POST", "/v1/sandboxes", h_create, NULL, 0 },
-	{ "GET", "/v1/sandboxes", h_list, NULL, 0 },
-	{ "GET", "/v1/sandboxes/*", h_get, NULL, 0 },
-	{ "DELETE", "/v1/sandboxes/*", h_delete, NULL, 0 },
-	{ "POST", "/v1/sandboxes/*/commands", ts_v1_commands, NULL, 0 },
-	{ "GET", "/v1/sandboxes/*/files", h_file_get, NULL, 0 },
-	{ "PUT", "/v1/sandboxes/*/files", h_file_put, NULL, TS_V1_FILE_MAX },
-	{ "GET", "/v1/sandboxes/*/processes", h_processes, NULL, 0 },
-	{ "POST", "/v1/sandboxes/*/processes/*/kill", h_kill, NULL, 0 },
-	{ "POST", "/v1/sandboxes/*/processes/*/stdin", h_stdin, NULL, 0 },
+	{ "GET", "/v1/openapi.json", h_openapi, begin_json, 0 },
+	{ "POST", "/v1/sandboxes", h_create, begin_json, 0 },
+	{ "GET", "/v1/sandboxes", h_list, begin_json, 0 },
+	{ "GET", "/v1/sandboxes/*", h_get, begin_json, 0 },
+	{ "DELETE", "/v1/sandboxes/*", h_delete, begin_json, 0 },
+	{ "POST", "/v1/sandboxes/*/commands", ts_v1_commands, begin_json, 0 },
+	{ "GET", "/v1/sandboxes/*/files", h_file_get, begin_json, 0 },
+	{ "PUT", "/v1/sandboxes/*/files", h_file_put, begin_file, TS_V1_FILE_MAX },
+	{ "GET", "/v1/sandboxes/*/processes", h_processes, begin_json, 0 },
+	{ "POST", "/v1/sandboxes/*/processes/*/kill", h_kill, begin_json, 0 },
+	{ "POST", "/v1/sandboxes/*/processes/*/stdin", h_stdin, begin_json, 0 },
 	/* last: every other /v1 path and method */
-	{ NULL, "/v1/**", h_fallback, NULL, 0 },
+	{ NULL, "/v1/**", h_fallback, begin_json, 0 },
 	{ 0 },
 };

@@ -43,7 +43,8 @@ void ts_v1_reply_error(struct ts_req *req, const char *code, const char *fmt, ..
 /* The /v1 code of a backend failure, and the reply of one. */
 const char *ts_v1_be_code(const struct ts_error *err);
 void ts_v1_reply_be_error(struct ts_req *req, const struct ts_error *err);
-/* Does req carry a token with scope (Bearer, else X-API-KEY)? Replies 401/403 when not. */
+/* May req go on: its body within bounds (else 413), a token with scope (Bearer, else
+ * X-API-KEY; else 401/403)? Replies itself when not. */
 bool ts_v1_authorized(struct ts_srv *srv, struct ts_req *req, const char *scope);
 /* The body as a JSON object (borrowed); replies 400 and returns NULL when it is not. */
 json_t *ts_v1_body_object(struct ts_req *req);
@@ -56,8 +57,12 @@ bool ts_v1_get_int(struct ts_req *req, json_t *o, const char *key, long long min
 bool ts_v1_get_bool(struct ts_req *req, json_t *o, const char *key, bool *ret);
 bool ts_v1_get_kvs(struct ts_req *req, json_t *o, const char *key, bool env, struct ts_kv **ret,
 		   size_t *n);
-/* The sandbox of the route's first "*" (srv's cached handle); replies 404 when none. */
-struct ts_sb *ts_v1_route_sandbox(struct ts_srv *srv, struct ts_req *req);
+/* The sandbox of the route's first "*" (srv's cached handle, never closed by the caller;
+ * *entry, when not NULL, its cache entry for a stream to ts_srv_sb_ref); replies 404 when
+ * none. */
+struct ts_sb *ts_v1_route_sandbox(struct ts_srv *srv, struct ts_req *req, struct ts_srv_sb **entry);
+/* The request's body (taken by /v1's own route.begin, bounded), "" when none. */
+const uint8_t *ts_v1_body(struct ts_req *req, size_t *len);
 /* Standard base64 out; in: -EINVAL when not base64, -ENOMEM. */
 json_t *ts_v1_base64_json(const uint8_t *p, size_t n);
 int ts_v1_base64_decode(const char *s, size_t len, uint8_t **ret, size_t *n);
