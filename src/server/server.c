@@ -17,6 +17,7 @@
 #include "control.h"
 #include "paths.h"
 #include "server.h"
+#include "tokens.h"
 #include "util.h"
 
 /* --- the sandbox cache ------------------------------------------------------------------- */
@@ -199,7 +200,7 @@ static const struct ts_route no_routes[] = { { 0 } };
 int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 {
 	/* the modules' tables, in match order; each module adds itself here */
-	const struct ts_route *const control_tables[] = { ts_control_routes, NULL };
+	const struct ts_route *const control_tables[] = { ts_control_routes, ts_v1_routes, NULL };
 	const struct ts_route *const envd_tables[] = { ts_envd_process_routes, no_routes, NULL };
 	struct ts_srv srv = { .opts = o };
 	struct serve_signals sig = { .fd = -1 };
@@ -211,9 +212,14 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 	r = ts_paths_init(&paths, err);
 	if (r < 0)
 		return r;
-	r = ts_backend_open(o->backend ? o->backend : "local", &srv.be, err);
+	r = ts_tokens_load(o->tokens_file, &srv.tokens, err);
 	if (r < 0)
 		return r;
+	r = ts_backend_open(o->backend ? o->backend : "local", &srv.be, err);
+	if (r < 0) {
+		ts_tokens_free(srv.tokens);
+		return r;
+	}
 	ts_backend_on_warning(srv.be, o->warn, o->userdata);
 	r = ts_meta_open(paths.root, &srv.meta, err);
 	if (r < 0)
@@ -255,7 +261,7 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 			goto out;
 	}
 	/* without tokens anyone who can connect may run code: only this machine's users */
-	if (!srv.tokens &&
+	if (ts_tokens_empty(srv.tokens) &&
 	    (!ts_http_listener_local(srv.control) || !ts_http_listener_local(srv.envd))) {
 		r = ts_err(err, -EPERM,
 			   "refusing to listen on `%s` / `%s` without access tokens: anyone who "
@@ -280,5 +286,6 @@ out:
 	ts_loop_free(srv.loop);
 	ts_meta_close(srv.meta);
 	ts_backend_free(srv.be);
+	ts_tokens_free(srv.tokens);
 	return r;
 }
