@@ -36,6 +36,7 @@
 struct seen {
 	int list_calls;
 	int upload_ok;
+	int accepts, requests;
 	int bad_request; /* a request the server found malformed (its reason below) */
 	char why[256];
 };
@@ -515,6 +516,7 @@ static void serve_conn(int fd)
 	struct req q;
 
 	while (read_req(fd, &q) == 0) {
+		__atomic_add_fetch(&seen->requests, 1, __ATOMIC_SEQ_CST);
 		if (!strncmp(q.target, "/v2/", 4) || !strncmp(q.target, "/sandboxes", 10))
 			serve_api(fd, &q);
 		else if (!strcmp(q.target, "/process.Process/Start"))
@@ -554,6 +556,7 @@ static pid_t server(int *port)
 
 		if (c < 0)
 			continue;
+		seen->accepts++;
 		if (fork() == 0) {
 			close(s);
 			serve_conn(c);
@@ -837,6 +840,10 @@ int main(void)
 
 	ok(ts_backend_reap(b, true, NULL, NULL, NULL, &failed, &err) == -EOPNOTSUPP,
 	   "reap: E2B ends sandboxes itself");
+	/* the streams each hold a connection while they run; the unary calls and REST
+	 * calls between them reuse what is idle */
+	ok(seen->accepts > 0 && seen->accepts * 3 < seen->requests,
+	   "connections are reused: %d connections for %d requests", seen->accepts, seen->requests);
 	ok(seen->bad_request == 0, "the server found every request well-formed (%s)", seen->why);
 out:
 	ts_sb_close(sb);
