@@ -81,18 +81,30 @@ static int envd_url(struct e2b *e, const char *id, const char *dom, char *buf, s
 	return 0;
 }
 
-static int valid_id(const char *id, struct ts_error *err)
+/* Sandbox ids go into URL paths: anything but letters, digits, - and _ cannot be one. */
+static bool id_ok(const char *id)
 {
 	size_t n = strlen(id);
 
 	if (n == 0 || n >= 64)
-		return ts_err(err, -EINVAL, "sandbox id `%.80s`: want 1 to 63 characters", id);
+		return false;
 	for (const char *p = id; *p; p++)
 		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
 		    !(*p >= '0' && *p <= '9') && *p != '-' && *p != '_')
-			return ts_err(err, -EINVAL,
-				      "sandbox id `%.80s`: letters, digits, - and _ only", id);
-	return 0;
+			return false;
+	return true;
+}
+
+/* envd's version as the SDK checks it: semver, at least 0.1.0 (else TemplateError). */
+static bool envd_version_ok(const char *v)
+{
+	unsigned major, minor, patch;
+
+	if (!*v)
+		return true; /* not reported (GET /sandboxes/{id} of an older API) */
+	if (sscanf(v, "%u.%u.%u", &major, &minor, &patch) != 3)
+		return false;
+	return major > 0 || minor >= 1;
 }
 
 /* Fill the handle from a Sandbox or SandboxDetail object. */
@@ -106,9 +118,9 @@ static int fill_sb(struct e2b *e, json_t *j, const char *want_id, struct ts_sb *
 
 	if (!s)
 		return ts_err(err, -ENOMEM, "out of memory");
-	if (!id || (r = valid_id(id, err)) < 0) {
+	if (!id || !id_ok(id)) {
 		free(s);
-		return id ? r : ts_err(err, -EPROTO, "E2B answered with no `sandboxID`");
+		return ts_err(err, -EPROTO, "E2B answered with no valid `sandboxID`");
 	}
 	s->t.e = e;
 	snprintf(s->t.id, sizeof(s->t.id), "%s", id);
@@ -139,6 +151,10 @@ static json_t *body_json(const struct e2b_resp *resp, const char *what, struct t
 		ts_err(err, -EPROTO, "%s: an empty answer", what);
 	return j;
 }
+
+static int e2b_remove(struct ts_sb *sb, unsigned flags, ts_be_warn_fn warn, void *userdata,
+		      struct ts_error *err);
+static void e2b_sb_close(struct ts_sb *sb);
 
 static int kv_object(const struct ts_kv *kv, size_t n, json_t **ret, struct ts_error *err)
 {
@@ -202,10 +218,6 @@ static int e2b_create(struct ts_backend *b, const struct ts_sb_create_opts *o, s
 		return r;
 	if (resp.status != 200 && resp.status != 201) {
 		r = e2b_resp_error(&resp, "create a sandbox", err);
-		/* a template E2B cannot use is its own class (the SDK's TemplateError) */
-		if ((r == -EINVAL || r == -ENOENT) && resp.body && strstr(resp.body, "emplate"))
-			r = ts_err_prefix(err, -ENOPKG, "template `%.64s`",
-					  o->template_id ? o->template_id : "base");
 		e2b_resp_clear(&resp);
 		return r;
 	}
@@ -215,6 +227,18 @@ static int e2b_create(struct ts_backend *b, const struct ts_sb_create_opts *o, s
 		return -EPROTO;
 	r = fill_sb(e, j, NULL, sb, err);
 	json_decref(j);
+	if (r == 0 && !envd_version_ok(sbi(sb)->envd_version)) {
+		/* the SDK kills a sandbox whose envd it cannot speak to, and says template */
+		char version[32];
+
+		snprintf(version, sizeof(version), "%s", sbi(sb)->envd_version);
+		e2b_remove(sb, TS_SB_REMOVE_FORCE, NULL, NULL, err);
+		e2b_sb_close(sb);
+		return ts_err(err, -ENOPKG,
+			      "template `%.64s` has envd %s: too old (want 0.1.0 or later); the "
+			      "sandbox was killed",
+			      o->template_id ? o->template_id : "base", version);
+	}
 	return r;
 }
 
@@ -225,10 +249,10 @@ static int e2b_connect(struct ts_backend *b, const char *id, long long timeout_m
 	struct e2b_resp resp = { 0 };
 	_cleanup_free_ char *path = NULL;
 	json_t *req = NULL, *j;
-	int r = valid_id(id, err);
+	int r;
 
-	if (r < 0)
-		return r;
+	if (!id_ok(id))
+		return ts_err(err, -ENOENT, "no sandbox `%.80s`", id);
 	if (start) {
 		/* connect resumes a paused one; the timeout only ever extends (spec §2) */
 		req = timeout_ms > 0

@@ -10,15 +10,14 @@
  *
  * usage: conformance-e2b [SCENARIO-GLOB...]   (through run.sh, as conformance-local)
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,78 +28,91 @@
 
 extern char **environ;
 
-#define SERVE_UP_MS 20000 /* serve must accept within this */
+#define SERVE_UP_MS 20000 /* serve must say it listens within this */
 
-/* A loopback port nothing listens on now (bound and released: serve takes it next). */
-static int free_port(void)
+/* "toren-sandbox serve: control plane on 127.0.0.1:P, envd on 127.0.0.1:Q" */
+static int parse_ready(const char *line, char *api, char *envd, size_t len)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+	const char *a = strstr(line, "control plane on "), *e = strstr(line, ", envd on ");
+	size_t al, el;
 
-	if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(s, (struct sockaddr *)&a, &al) == 0)
-		port = ntohs(a.sin_port);
-	if (s >= 0)
-		close(s);
-	return port;
+	if (!a || !e || e < a)
+		return -1;
+	a += strlen("control plane on ");
+	al = (size_t)(e - a);
+	e += strlen(", envd on ");
+	el = strcspn(e, "\r\n");
+	if (al == 0 || el == 0 || al >= len || el >= len)
+		return -1;
+	snprintf(api, len, "http://%.*s", (int)al, a);
+	snprintf(envd, len, "http://%.*s", (int)el, e);
+	return 0;
 }
 
-static bool accepting(int port)
+/*
+ * serve on port 0 of loopback for both planes (it prints the ports it got), with the
+ * local backend behind it and no E2B settings: TOREN_SANDBOX=auto with E2B_API_KEY set
+ * would point it at itself. *out_fd keeps its stdout open (a closed pipe would kill it
+ * at its next line).
+ */
+static int start_serve(const char *cli, char *api, char *envd, size_t len, pid_t *ret, int *out_fd,
+		       struct ts_error *err)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-				 .sin_port = htons((uint16_t)port) };
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool up = s >= 0 && connect(s, (struct sockaddr *)&a, sizeof(a)) == 0;
-
-	if (s >= 0)
-		close(s);
-	return up;
-}
-
-/* serve, with the local backend behind it and no E2B settings (it must not open the e2b
- * backend itself: TOREN_SANDBOX=auto with E2B_API_KEY set would point it at itself). */
-static int start_serve(const char *cli, int api, int envd, pid_t *ret, struct ts_error *err)
-{
-	char listen[64], envd_listen[64];
-	char *argv[] = { (char *)cli,	  "serve",     "--listen", listen,
-			 "--envd-listen", envd_listen, NULL };
+	char *argv[] = { (char *)cli,	  "serve",	 "--listen", "127.0.0.1:0",
+			 "--envd-listen", "127.0.0.1:0", NULL };
 	posix_spawn_file_actions_t fa;
+	char line[512];
+	size_t n = 0;
+	int p[2], e;
 	pid_t pid;
-	int e;
 
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", api);
-	snprintf(envd_listen, sizeof(envd_listen), "127.0.0.1:%d", envd);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return ts_err_errno(err, -errno, "pipe");
 	setenv("TOREN_SANDBOX", "local", 1);
 	unsetenv("E2B_API_KEY");
 	unsetenv("E2B_API_URL");
 	unsetenv("E2B_SANDBOX_URL");
 	unsetenv("E2B_DOMAIN");
 	unsetenv("E2B_DEBUG");
-	/* what it says goes to stderr: stdout is TAP */
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, 2, 1);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	e = posix_spawn(&pid, cli, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
-	if (e)
+	close(p[1]);
+	if (e) {
+		close(p[0]);
 		return ts_err_errno(err, -e, "spawn `%s serve`", cli);
-	for (int waited = 0; waited < SERVE_UP_MS; waited += 50) {
-		int status;
-
-		if (accepting(api) && accepting(envd)) {
-			*ret = pid;
-			return 0;
-		}
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return ts_err(err, -ECHILD, "`toren-sandbox serve` ended (status %d)",
-				      status);
-		nanosleep(&(struct timespec){ .tv_nsec = 50000000 }, NULL);
 	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return ts_err(err, -ETIMEDOUT, "`toren-sandbox serve` did not listen in %d s",
-		      SERVE_UP_MS / 1000);
+	for (;;) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&pf, 1, SERVE_UP_MS) <= 0) {
+			e = -ETIMEDOUT;
+			break;
+		}
+		r = read(p[0], line + n, 1);
+		if (r <= 0) {
+			e = -ECHILD;
+			break;
+		}
+		if (line[n] == '\n' || n + 2 >= sizeof(line)) {
+			line[n + 1] = '\0';
+			e = parse_ready(line, api, envd, len) < 0 ? -EPROTO : 0;
+			break;
+		}
+		n++;
+	}
+	if (e < 0) {
+		close(p[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return ts_err(err, e, "`toren-sandbox serve` did not say it listens (%s)",
+			      e == -EPROTO ? "an unexpected line" : "no line");
+	}
+	*out_fd = p[0];
+	*ret = pid;
+	return 0;
 }
 
 /* serve runs its own reaper: a deadline that passed is acted on within its period. */
@@ -115,9 +127,9 @@ int main(int argc, char **argv)
 	struct ts_error err = { 0 };
 	struct ts_backend *b = NULL;
 	const char *mode = getenv("TS_MODE");
-	char dir[4096], cli[4200], url[64], envd_url[64];
+	char dir[4096], cli[4200], url[256], envd_url[256];
 	struct conf_runner r = { .name = "e2b", .expire = expire_serve };
-	int rc, api = free_port(), envd = free_port();
+	int rc, out_fd = -1;
 	pid_t serve = 0;
 
 	if (!getenv("TOREN_SANDBOX_ROOT") || ts_self_dir(dir, sizeof(dir)) < 0) {
@@ -129,16 +141,11 @@ int main(int argc, char **argv)
 		printf("1..0 # SKIP `%s` missing: run through run.sh\n", cli);
 		return 0;
 	}
-	if (api < 0 || envd < 0 || api == envd) {
-		printf("1..1\nnot ok 1 - no free loopback ports for serve\n");
-		return 1;
-	}
-	if (start_serve(cli, api, envd, &serve, &err) < 0) {
+	if (start_serve(cli, url, envd_url, sizeof(url), &serve, &out_fd, &err) < 0) {
 		printf("1..1\nnot ok 1 - start serve: %s\n", err.msg);
 		return 1;
 	}
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", api);
-	snprintf(envd_url, sizeof(envd_url), "http://127.0.0.1:%d", envd);
+	diag("serve: control plane %s, envd %s", url, envd_url);
 	setenv("TOREN_SANDBOX", "e2b", 1);
 	setenv("E2B_API_KEY", "e2b_0000000000000000000000000000000000000000", 1);
 	setenv("E2B_API_URL", url, 1);
@@ -158,5 +165,6 @@ int main(int argc, char **argv)
 	ts_backend_free(b);
 	kill(serve, SIGTERM);
 	waitpid(serve, NULL, 0);
+	close(out_fd);
 	return rc;
 }
