@@ -15,7 +15,7 @@
 struct e2b_cmd {
 	struct e2b_target t;
 	struct e2b_stream *st;
-	bool pty;
+	bool pty, pty_known; /* started on a pty by us, or pty output seen */
 	bool start_seen, start_yielded, end_seen, finished;
 	struct ts_cmd_event end;
 	uint64_t off[3]; /* stdout, stderr, pty: bytes since we attached */
@@ -187,6 +187,8 @@ static int next_event(struct e2b_cmd *m, struct ts_cmd_event *ev, struct ts_erro
 					json_decref(j);
 					return ts_err(err, -EPROTO, "output that is not base64");
 				}
+				if (k == 2)
+					m->pty = m->pty_known = true;
 				memset(ev, 0, sizeof(*ev));
 				ev->type = types[k];
 				ev->data = m->cur;
@@ -240,6 +242,26 @@ static int handshake(struct e2b_cmd *m, pid_t *pid, struct ts_error *err)
 	}
 }
 
+static bool pty_known(struct ts_sb *sb, pid_t pid)
+{
+	struct e2b_sb *s = sb->impl;
+
+	for (unsigned i = 0; pid > 0 && i < s->n_pty && i < E2B_PTY_PIDS; i++)
+		if (s->pty_pids[i] == pid)
+			return true;
+	return false;
+}
+
+static void pty_remember(struct ts_sb *sb, pid_t pid)
+{
+	struct e2b_sb *s = sb->impl;
+
+	if (pty_known(sb, pid))
+		return;
+	s->pty_pids[s->n_pty % E2B_PTY_PIDS] = pid;
+	s->n_pty++;
+}
+
 static void cmd_free(struct e2b_cmd *m)
 {
 	if (!m)
@@ -260,6 +282,7 @@ int e2b_cmd_start(struct ts_sb *sb, const struct ts_cmd_opts *o, struct ts_cmd *
 		return ts_err(err, -ENOMEM, "out of memory");
 	m->t = *e2b_target_of(sb);
 	m->pty = o->pty;
+	m->pty_known = true;
 	args = json_array();
 	envs = json_object();
 	process = json_pack("{s:s}", "cmd", o->argv[0]);
@@ -302,6 +325,8 @@ int e2b_cmd_start(struct ts_sb *sb, const struct ts_cmd_opts *o, struct ts_cmd *
 		return r;
 	}
 	*proc = 0;
+	if (o->pty)
+		pty_remember(sb, *pid);
 	if (o->detach) {
 		/* envd keeps a process whose client went: closing the stream detaches */
 		cmd_free(m);
@@ -334,6 +359,7 @@ int e2b_cmd_connect(struct ts_sb *sb, const struct ts_proc_sel *p, struct ts_cmd
 		return r;
 	}
 	c->pid = pid;
+	m->pty = m->pty_known = pty_known(sb, pid);
 	e2b_stream_wake(m->st);
 	c->impl = m;
 	return 0;
@@ -405,25 +431,47 @@ static int unary(const struct e2b_target *t, const char *method, json_t *req, co
 	return r < 0 ? ts_err_prefix(err, r, "%s", what) : 0;
 }
 
-static int send_input(const struct e2b_target *t, const struct ts_proc_sel *p, bool pty,
-		      const void *data, size_t len, bool close, struct ts_error *err)
+static int input_once(const struct e2b_target *t, const struct ts_proc_sel *p, bool pty,
+		      const char *b64, struct ts_error *err)
 {
-	_cleanup_free_ char *b64 = NULL;
 	json_t *sel = selector(p, err);
 
 	if (!sel)
 		return -EINVAL;
-	if (close)
-		return unary(t, "CloseStdin", json_pack("{s:o}", "process", sel), "close stdin",
-			     err);
-	if (e2b_base64_encode(data, len, &b64) < 0) {
-		json_decref(sel);
-		return ts_err(err, -ENOMEM, "out of memory");
-	}
 	return unary(t, "SendInput",
 		     json_pack("{s:o,s:{s:s}}", "process", sel, "input", pty ? "pty" : "stdin",
 			       b64),
 		     "send input", err);
+}
+
+/* pty: what the caller knows (a process of ours, or one whose output came as pty). */
+static int send_input(const struct e2b_target *t, const struct ts_proc_sel *p, bool pty, bool known,
+		      const void *data, size_t len, bool close, struct ts_error *err)
+{
+	_cleanup_free_ char *b64 = NULL;
+	struct ts_error first;
+	int r;
+
+	if (close) {
+		json_t *sel = selector(p, err);
+
+		if (!sel)
+			return -EINVAL;
+		return unary(t, "CloseStdin", json_pack("{s:o}", "process", sel), "close stdin",
+			     err);
+	}
+	if (e2b_base64_encode(data, len, &b64) < 0)
+		return ts_err(err, -ENOMEM, "out of memory");
+	r = input_once(t, p, pty, b64, err);
+	/* envd refuses input of the wrong kind as internal (spec §4.1): a process we did not
+	 * start may be on a pty, so the other kind is tried once */
+	if (r != -EIO || known)
+		return r;
+	first = *err;
+	r = input_once(t, p, !pty, b64, err);
+	if (r < 0)
+		*err = first;
+	return r < 0 ? -first.code : 0;
 }
 
 static int send_signal(const struct e2b_target *t, const struct ts_proc_sel *p, int sig,
@@ -464,7 +512,7 @@ int e2b_cmd_input(struct ts_cmd *c, const void *data, size_t len, bool close, st
 {
 	struct ts_proc_sel p = { .pid = c->pid };
 
-	return send_input(&ec(c)->t, &p, ec(c)->pty, data, len, close, err);
+	return send_input(&ec(c)->t, &p, ec(c)->pty, ec(c)->pty_known, data, len, close, err);
 }
 
 int e2b_cmd_signal_self(struct ts_cmd *c, int sig, struct ts_error *err)
@@ -494,7 +542,9 @@ int e2b_cmd_signal(struct ts_sb *sb, const struct ts_proc_sel *p, int sig, struc
 int e2b_cmd_send_stdin(struct ts_sb *sb, const struct ts_proc_sel *p, const void *data, size_t len,
 		       bool close, struct ts_error *err)
 {
-	return send_input(e2b_target_of(sb), p, false, data, len, close, err);
+	bool pty = pty_known(sb, p->pid);
+
+	return send_input(e2b_target_of(sb), p, pty, pty, data, len, close, err);
 }
 
 int e2b_cmd_resize(struct ts_sb *sb, const struct ts_proc_sel *p, unsigned cols, unsigned rows,

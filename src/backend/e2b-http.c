@@ -323,3 +323,30 @@ int e2b_envd_unary(const struct e2b_target *t, const char *path, json_t *req, co
 	e2b_resp_clear(&resp);
 	return r;
 }
+
+int e2b_envd_get(const struct e2b_target *t, const char *path, struct e2b_resp *resp,
+		 struct ts_error *err)
+{
+	_cleanup_free_ char *url = NULL;
+	struct curl_slist *h = NULL;
+	char errbuf[CURL_ERROR_SIZE], what[160];
+	CURL *c;
+	int r;
+
+	memset(resp, 0, sizeof(*resp));
+	snprintf(what, sizeof(what), "envd `GET %.100s`", path);
+	if (asprintf(&url, "%s%s", t->envd_url, path) < 0)
+		return ts_err(err, -ENOMEM, "out of memory");
+	c = e2b_easy_new(t->e, url, errbuf);
+	if (!c || e2b_envd_headers(t, NULL, &h) < 0) {
+		curl_slist_free_all(h);
+		curl_easy_cleanup(c);
+		return ts_err(err, -ENOMEM, "out of memory");
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	r = perform(c, resp, what, errbuf, err);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return r;
+}

@@ -506,6 +506,35 @@ static int e2b_stop(struct ts_sb *sb, struct ts_error *err)
 		      "E2B has no stop that keeps a sandbox: pause it, or kill it");
 }
 
+/*
+ * May a process run as user? envd has no call that says; /files looks the user up before
+ * anything else (401 "error looking up user" when it cannot be used), so a download of a
+ * path nothing has asks without touching anything.
+ */
+static int e2b_check_user(struct ts_sb *sb, const char *user, struct ts_error *err)
+{
+	_cleanup_free_ char *u = NULL, *path = NULL;
+	struct e2b_resp resp = { 0 };
+	int r;
+
+	if (!user || !*user)
+		return 0;
+	if (!(u = e2b_uri_component(user)) ||
+	    asprintf(&path, "/files?path=%%2F.toren-sandbox-no-such-file&username=%s", u) < 0)
+		return ts_err(err, -ENOMEM, "out of memory");
+	r = e2b_envd_get(&sbi(sb)->t, path, &resp, err);
+	if (r == 0 && resp.status == 401) {
+		struct ts_error why = { 0 };
+
+		e2b_resp_error(&resp, "envd", &why);
+		r = ts_err(err, -EACCES, "user `%.64s` in sandbox `%s`: %s", user, sb->id, why.msg);
+	} else if (r == 0 && resp.status != 404 && resp.status != 200 && resp.status != 400) {
+		r = ts_err_prefix(err, e2b_resp_error(&resp, "envd", err), "user `%.64s`", user);
+	}
+	e2b_resp_clear(&resp);
+	return r;
+}
+
 static void e2b_sb_close(struct ts_sb *sb)
 {
 	free(sb->impl);
@@ -526,6 +555,7 @@ static const struct ts_backend_ops e2b_ops = {
 	.sb_start = e2b_start,
 	.sb_stop = e2b_stop,
 	.sb_close = e2b_sb_close,
+	.sb_check_user = e2b_check_user,
 	.cmd_start = e2b_cmd_start,
 	.cmd_connect = e2b_cmd_connect,
 	.cmd_fd = e2b_cmd_fd,

@@ -43,9 +43,15 @@ struct e2b_target {
 	char token[256]; /* envdAccessToken, or "" */
 };
 
+#define E2B_PTY_PIDS 64
+
 struct e2b_sb {
 	struct e2b_target t;
 	char envd_version[32];
+	/* pids this handle started on a pty, newest last: envd's SendInput names the pty or
+	 * stdin, and nothing in its API says which a process has */
+	pid_t pty_pids[E2B_PTY_PIDS];
+	unsigned n_pty;
 };
 
 /* An answer: status and body (bounded by E2B_BODY_MAX). */
@@ -77,6 +83,9 @@ int e2b_envd_headers(const struct e2b_target *t, const char *user, struct curl_s
 /* A unary Connect call (path "process.Process/List"); *ret the answer's JSON. */
 int e2b_envd_unary(const struct e2b_target *t, const char *path, json_t *req, const char *user,
 		   json_t **ret, struct ts_error *err);
+/* A plain GET of envd (path with its query, e.g. "/files?path=..."), envd's headers. */
+int e2b_envd_get(const struct e2b_target *t, const char *path, struct e2b_resp *resp,
+		 struct ts_error *err);
 /* A Connect error from a unary or stream answer's body (string code), else the status. */
 int e2b_connect_error(long status, const char *body, size_t len, const char *what,
 		      struct ts_error *err);
