@@ -31,8 +31,10 @@ static json_t *selector(const struct ts_proc_sel *p, struct ts_error *err)
 {
 	json_t *j;
 
-	if (p->pid > 0)
-		j = json_pack("{s:I}", "pid", (json_int_t)p->pid);
+	/* E2B's processes have no id but their pid: the process id is the pid */
+	if (p->pid > 0 || (p->proc > 0 && p->proc <= INT32_MAX))
+		j = json_pack("{s:I}", "pid",
+			      (json_int_t)(p->pid > 0 ? (uint64_t)p->pid : p->proc));
 	else if (p->tag && *p->tag)
 		j = json_pack("{s:s}", "tag", p->tag);
 	else {
@@ -324,7 +326,7 @@ int e2b_cmd_start(struct ts_sb *sb, const struct ts_cmd_opts *o, struct ts_cmd *
 		cmd_free(m);
 		return r;
 	}
-	*proc = 0;
+	*proc = (uint64_t)*pid;
 	if (o->pty)
 		pty_remember(sb, *pid);
 	if (o->detach) {
@@ -579,6 +581,7 @@ static int proc_from(json_t *j, struct ts_proc_entry *e)
 	if (e2b_pj_int(json_object_get(j, "pid"), &pid) < 0 || pid <= 0 || pid > INT32_MAX)
 		return -EPROTO;
 	e->pid = (pid_t)pid;
+	e->proc = (uint64_t)pid;
 	e->running = true; /* envd lists only processes that run */
 	if (strv_push(&e->argv, &na, cmd) < 0)
 		return -ENOMEM;

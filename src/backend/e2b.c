@@ -353,6 +353,8 @@ static int info_from(json_t *j, struct ts_sb_info *i, struct ts_error *err)
 			ts_sb_info_clear(i);
 			return ts_err(err, -ENOMEM, "out of memory");
 		}
+	/* the record as E2B gave it, less the envd token: details end up on terminals */
+	json_object_del(j, "envdAccessToken");
 	i->details = json_dumps(j, JSON_COMPACT);
 	return 0;
 }
