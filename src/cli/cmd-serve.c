@@ -48,6 +48,11 @@ static void ready(void *userdata, const char *control, const char *envd)
 	fflush(stdout);
 }
 
+static void warn(void *userdata, bool verbose_only, const char *msg)
+{
+	ts_cli_warn(false, verbose_only, msg);
+}
+
 /* systemd socket activation: the fds named control and envd (in that order if unnamed). */
 static void activation_fds(int *control, int *envd)
 {
@@ -98,6 +103,7 @@ int ts_subcmd_serve(int argc, char **argv)
 		.listen_fd = -1,
 		.envd_fd = -1,
 		.ready = ready,
+		.warn = warn,
 		.userdata = &cli,
 	};
 	struct ts_error err = { 0 };

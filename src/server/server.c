@@ -213,6 +213,7 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 	r = ts_backend_open(o->backend ? o->backend : "local", &srv.be, err);
 	if (r < 0)
 		return r;
+	ts_backend_on_warning(srv.be, o->warn, o->userdata);
 	r = ts_meta_open(paths.root, &srv.meta, err);
 	if (r < 0)
 		goto out;

@@ -33,6 +33,8 @@ struct ts_serve_opts {
 	int listen_fd, envd_fd;	 /* socket-activated fds (-1: none) */
 	/* told once every listener is up: the real addresses (a port 0 asked is chosen) */
 	void (*ready)(void *userdata, const char *control, const char *envd);
+	/* the backend's warnings (a sandbox's start found a workspace it cannot write, ...) */
+	ts_be_note_fn warn;
 	void *userdata;
 };
 
