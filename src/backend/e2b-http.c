@@ -41,8 +41,6 @@ CURL *e2b_easy_new(struct e2b *e, const char *url, char *errbuf)
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
 	/* HTTP/1.1 is what envd and the SDK speak on plain http (spec §1.5) */
 	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	if (e->debug)
-		curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);
 	return c;
 }
 
