@@ -59,9 +59,8 @@ static void e2b_free(struct ts_backend *b)
 
 /* --- sandboxes --------------------------------------------------------------------- */
 
-/* envd's base URL for sandbox id of (response) domain dom (spec §1.2). */
-static int envd_url(struct e2b *e, const char *id, const char *dom, char *buf, size_t len,
-		    struct ts_error *err)
+int e2b_envd_url(struct e2b *e, const char *id, const char *dom, char *buf, size_t len,
+		 struct ts_error *err)
 {
 	bool proxied = false;
 
@@ -131,8 +130,8 @@ static int fill_sb(struct e2b *e, json_t *j, const char *want_id, struct ts_sb *
 	snprintf(s->t.token, sizeof(s->t.token), "%s", token);
 	snprintf(s->envd_version, sizeof(s->envd_version), "%s",
 		 e2b_pj_str(j, "envdVersion", NULL, ""));
-	r = envd_url(e, id, e2b_pj_str(j, "domain", NULL, NULL), s->t.envd_url,
-		     sizeof(s->t.envd_url), err);
+	r = e2b_envd_url(e, id, e2b_pj_str(j, "domain", NULL, NULL), s->t.envd_url,
+			 sizeof(s->t.envd_url), err);
 	if (r < 0) {
 		free(s);
 		return r;

@@ -54,6 +54,13 @@ struct e2b_sb {
 	unsigned n_pty;
 };
 
+/* envd's base URL for sandbox id whose create/connect answer gave domain dom (NULL or
+ * "": the configured one), by the SDK's rules (spec §1.2): E2B_SANDBOX_URL, else debug's
+ * localhost, else https://sandbox.<dom> for E2B's own domains, else
+ * https://49983-<id>.<dom>. */
+int e2b_envd_url(struct e2b *e, const char *id, const char *dom, char *buf, size_t len,
+		 struct ts_error *err);
+
 /* An answer: status and body (bounded by E2B_BODY_MAX). */
 struct e2b_resp {
 	long status;

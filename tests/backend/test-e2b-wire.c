@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "e2b-wire.h"
+#include "e2b.h"
 #include "tap.h"
 
 static void test_envelope_encode(void)
@@ -368,6 +369,70 @@ static void test_basic_user(void)
 	ok(e2b_basic_user("user", buf, 10) == -ENAMETOOLONG, "a short buffer is refused");
 }
 
+/* The backend's configuration as the SDK reads it (spec §1.1, §1.2). */
+static void test_config(void)
+{
+	struct ts_error err = { 0 };
+	struct ts_backend *b = NULL;
+	struct e2b *e;
+	char url[600];
+
+	unsetenv("E2B_API_URL");
+	unsetenv("E2B_SANDBOX_URL");
+	unsetenv("E2B_DEBUG");
+	unsetenv("E2B_DOMAIN");
+	setenv("E2B_API_KEY", "e2b_00", 1);
+	if (!ok(ts_backend_open("e2b", &b, &err) == 0, "open with a key (%s)", err.msg))
+		return;
+	e = b->impl;
+	ok(!strcmp(e->api_url, "https://api.e2b.app"), "the API defaults to https://api.e2b.app");
+	ok(e2b_envd_url(e, "sbx", NULL, url, sizeof(url), &err) == 0 &&
+		   !strcmp(url, "https://sandbox.e2b.app"),
+	   "envd of E2B's own domain goes through its proxy host (%s)", url);
+	ok(e2b_envd_url(e, "sbx", "example.org", url, sizeof(url), &err) == 0 &&
+		   !strcmp(url, "https://49983-sbx.example.org"),
+	   "the answer's domain wins; another domain has a host per sandbox (%s)", url);
+	ts_backend_free(b);
+
+	setenv("E2B_DOMAIN", "e2b.dev", 1);
+	ts_backend_open("e2b", &b, &err);
+	e = b->impl;
+	ok(!strcmp(e->api_url, "https://api.e2b.dev") &&
+		   e2b_envd_url(e, "sbx", "", url, sizeof(url), &err) == 0 &&
+		   !strcmp(url, "https://sandbox.e2b.dev"),
+	   "E2B_DOMAIN sets both (an empty answer domain is the configured one)");
+	ts_backend_free(b);
+
+	setenv("E2B_DEBUG", "TRUE", 1);
+	ts_backend_open("e2b", &b, &err);
+	e = b->impl;
+	ok(!strcmp(e->api_url, "http://localhost:3000") &&
+		   e2b_envd_url(e, "sbx", NULL, url, sizeof(url), &err) == 0 &&
+		   !strcmp(url, "http://localhost:49983"),
+	   "E2B_DEBUG=TRUE (any case): localhost:3000 and :49983");
+	ts_backend_free(b);
+
+	setenv("E2B_API_URL", "http://127.0.0.1:9/api/", 1);
+	setenv("E2B_SANDBOX_URL", "http://127.0.0.1:8", 1);
+	ts_backend_open("e2b", &b, &err);
+	e = b->impl;
+	ok(!strcmp(e->api_url, "http://127.0.0.1:9/api") &&
+		   e2b_envd_url(e, "sbx", "example.org", url, sizeof(url), &err) == 0 &&
+		   !strcmp(url, "http://127.0.0.1:8"),
+	   "E2B_API_URL and E2B_SANDBOX_URL win over everything (a trailing slash dropped)");
+	ts_backend_free(b);
+	unsetenv("E2B_DEBUG");
+	unsetenv("E2B_API_URL");
+	unsetenv("E2B_SANDBOX_URL");
+	setenv("E2B_DOMAIN", "evil.org/x", 1);
+	ok(ts_backend_open("e2b", &b, &err) == -EINVAL, "E2B_DOMAIN with a path is refused");
+	unsetenv("E2B_DOMAIN");
+	unsetenv("E2B_API_KEY");
+	setenv("TOREN_SANDBOX", "e2b", 1);
+	ok(ts_backend_open(NULL, &b, &err) < 0 && ts_be_code(&err) == TS_BE_AUTHENTICATION,
+	   "TOREN_SANDBOX=e2b without a key: an authentication error");
+}
+
 int main(void)
 {
 	plan(0);
@@ -378,5 +443,6 @@ int main(void)
 	test_protojson();
 	test_errors();
 	test_basic_user();
+	test_config();
 	return done();
 }
