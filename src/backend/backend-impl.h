@@ -120,4 +120,8 @@ struct ts_watch {
 
 /* The backends. */
 int ts_backend_local_open(struct ts_backend *b, struct ts_error *err);
+/* E2B's cloud (or anything speaking its API: `toren-sandbox serve`), configured from
+ * E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_SANDBOX_URL and E2B_DEBUG as the SDK reads them;
+ * -EKEYREJECTED without a key. */
+int ts_backend_e2b_open(struct ts_backend *b, struct ts_error *err);
 int ts_backend_none_open(struct ts_backend *b, const char *why, struct ts_error *err);

@@ -30,10 +30,7 @@ int ts_backend_open(const char *name, struct ts_backend **ret, struct ts_error *
 	else if (!strcmp(name, "none"))
 		r = ts_backend_none_open(b, "the `none` backend was chosen", err);
 	else if (!strcmp(name, "e2b"))
-		return ts_err(err, -EOPNOTSUPP,
-			      "backend `e2b` is not available yet (it arrives with `toren-sandbox "
-			      "serve`); use `local` (TOREN_SANDBOX=local)%s",
-			      getenv("E2B_API_KEY") ? ", or unset E2B_API_KEY for `auto`" : "");
+		r = ts_backend_e2b_open(b, err);
 	else if (!strcmp(name, "docker"))
 		return ts_err(err, -EINVAL,
 			      "there is no `docker` backend: toren-sandbox runs sandboxes itself, "
