@@ -80,8 +80,10 @@ test('list: metadata and state filters, paging with limit, order', T, async (t) 
   const one = (await listAll({ query: { metadata: { suite: tag, idx: '1' } } })).flat()
   assert.deepEqual(one.map((s) => s.sandboxId), [ids[1]])
   // Values with characters that need encoding.
-  const odd = await sandbox(t, { metadata: { suite: tag, 'odd key': 'a b&c=d/é' } })
-  const oddList = (await listAll({ query: { metadata: { 'odd key': 'a b&c=d/é' } } })).flat()
+  const oddValue = `a b&c=d/é%20+${tag}`
+  const odd = await sandbox(t, { metadata: { suite: tag, 'odd key': oddValue } })
+  const oddList = (await listAll({ query: { metadata: { 'odd key': oddValue } } })).flat()
+  assert.equal(oddList[0]?.metadata['odd key'], oddValue)
   assert.deepEqual(oddList.map((s) => s.sandboxId), [odd.sandboxId])
   // State filters.
   const running = (await listAll({ query: { metadata: { suite: tag }, state: ['running'] } })).flat()
