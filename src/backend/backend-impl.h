@@ -84,6 +84,8 @@ struct ts_backend_ops {
 struct ts_backend {
 	const struct ts_backend_ops *ops;
 	void *impl;
+	ts_be_note_fn warn; /* ts_backend_on_warning */
+	void *warn_userdata;
 };
 
 struct ts_sb {

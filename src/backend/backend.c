@@ -62,6 +62,12 @@ const char *ts_backend_warning(struct ts_backend *b)
 	return b->ops->warning ? b->ops->warning(b) : "";
 }
 
+void ts_backend_on_warning(struct ts_backend *b, ts_be_note_fn fn, void *userdata)
+{
+	b->warn = fn;
+	b->warn_userdata = userdata;
+}
+
 const char *ts_backend_name(const struct ts_backend *b)
 {
 	return b->ops->name;

@@ -84,6 +84,15 @@ const char *ts_backend_name(const struct ts_backend *b);
 /* A note on the backend's own state for the user (local: a state database that was
  * repaired), or "". */
 const char *ts_backend_warning(struct ts_backend *b);
+/*
+ * A warning the backend comes upon while it works (local: a sandbox's start found a
+ * workspace the sandbox user cannot write, a limit that cannot bind). verbose_only: one
+ * that only a verbose caller shows (a limit enforced otherwise than asked). Callers print
+ * it, the backend never.
+ */
+typedef void (*ts_be_note_fn)(void *userdata, bool verbose_only, const char *msg);
+/* Where the backend's warnings go from now on (fn NULL, the default: nowhere). */
+void ts_backend_on_warning(struct ts_backend *b, ts_be_note_fn fn, void *userdata);
 
 /* --- sandboxes ----------------------------------------------------------------------- */
 

@@ -163,10 +163,17 @@ static void fill_id(struct ts_sb *sb, struct local_sb *s)
 	snprintf(sb->id, sizeof(sb->id), "%s", s->rec.id);
 }
 
+/* A start tells its warnings where the backend's go. */
+static struct ts_run_hooks start_hooks(const struct ts_backend *b)
+{
+	return (struct ts_run_hooks){ .userdata = b->warn_userdata, .warn = b->warn };
+}
+
 static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o, struct ts_sb *sb,
 			struct ts_error *err)
 {
 	struct local *l = b->impl;
+	struct ts_run_hooks hooks = start_hooks(b);
 	struct ts_create_opts co = { .name = o->name,
 				     .workspace = o->workspace,
 				     .policy_file = o->policy_file,
@@ -175,7 +182,8 @@ static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o,
 				     .owner_pid = o->owner_pid,
 				     .memory_bytes = o->memory_bytes,
 				     .pids = o->pids,
-				     .cpus = o->cpus };
+				     .cpus = o->cpus,
+				     .hooks = &hooks };
 	_cleanup_free_ struct local_sb *s = calloc(1, sizeof(*s));
 	char **env = NULL, **labels = NULL;
 	long uid;
@@ -248,6 +256,7 @@ static int local_connect(struct ts_backend *b, const char *id, long long timeout
 			 struct ts_sb *sb, struct ts_error *err)
 {
 	struct local *l = b->impl;
+	struct ts_run_hooks hooks = start_hooks(b);
 	_cleanup_free_ struct local_sb *s = calloc(1, sizeof(*s));
 	struct ts_store *st;
 	int r;
@@ -272,7 +281,7 @@ static int local_connect(struct ts_backend *b, const char *id, long long timeout
 	if (r < 0)
 		return r;
 	s->l = l;
-	if (start && (r = ts_sandbox_start(st, &s->rec, err)) < 0) {
+	if (start && (r = ts_sandbox_start(st, &s->rec, &hooks, err)) < 0) {
 		ts_sandbox_rec_free(&s->rec);
 		return r;
 	}
@@ -455,11 +464,12 @@ static int local_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *er
 static int local_start(struct ts_sb *sb, struct ts_error *err)
 {
 	struct local_sb *s = sb->impl;
+	struct ts_run_hooks hooks = start_hooks(sb->b);
 	struct ts_store *st;
 	int r = ts_local_store(s->l, &st, err);
 
 	ts_local_forget(s->l, s->rec.id);
-	return r < 0 ? r : ts_sandbox_start(st, &s->rec, err);
+	return r < 0 ? r : ts_sandbox_start(st, &s->rec, &hooks, err);
 }
 
 static int local_stop(struct ts_sb *sb, struct ts_error *err)

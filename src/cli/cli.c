@@ -20,6 +20,18 @@ void ts_cli_error(const char *cmd, const struct ts_error *err)
 		err->msg[0] ? err->msg : strerror(err->code));
 }
 
+void ts_cli_warn(bool verbose, bool verbose_only, const char *msg)
+{
+	if (verbose || !verbose_only)
+		fprintf(stderr, "toren-sandbox: warning: %s\n", msg);
+}
+
+static void backend_warn(void *userdata, bool verbose_only, const char *msg)
+{
+	(void)userdata;
+	ts_cli_warn(false, verbose_only, msg);
+}
+
 bool ts_cli_label_ok(const char *cmd, const char *kv)
 {
 	char why[128], shown[64];
@@ -40,6 +52,8 @@ int ts_cli_backend(const char *cmd, struct ts_backend **ret)
 
 	if (r < 0)
 		ts_cli_error(cmd, &err);
+	else
+		ts_backend_on_warning(*ret, backend_warn, NULL);
 	return r;
 }
 

@@ -11,6 +11,13 @@
 /* Print "toren-sandbox CMD: MSG" to stderr. */
 void ts_cli_error(const char *cmd, const struct ts_error *err);
 
+/*
+ * A warning of a sandbox's start (ts_run_hooks.warn, ts_backend_on_warning): prints
+ * "toren-sandbox: warning: MSG" to stderr, unless it is verbose_only and verbose is not
+ * set.
+ */
+void ts_cli_warn(bool verbose, bool verbose_only, const char *msg);
+
 /* Is a `--label KEY=VALUE` well formed (ts_label_valid)? If not, say why on stderr. */
 bool ts_cli_label_ok(const char *cmd, const char *kv);
 
@@ -22,7 +29,8 @@ bool ts_cli_label_ok(const char *cmd, const char *kv);
 int ts_cli_each(int argc, char **argv, const char *cmd,
 		int (*fn)(struct ts_sb *sb, struct ts_error *err));
 
-/* Open the backend (TOREN_SANDBOX, or --backend); on failure print it and return -errno. */
+/* Open the backend (TOREN_SANDBOX, or --backend), its warnings going to ts_cli_warn; on
+ * failure print it and return -errno. */
 int ts_cli_backend(const char *cmd, struct ts_backend **ret);
 
 /* Print json to stdout (indented, or one line when compact) with a newline. 0 or -EIO. */

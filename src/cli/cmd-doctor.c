@@ -3,12 +3,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "hostcheck.h"
 #include "launch.h"
 #include "policy.h"
 
 static const char *const level_names[] = { "ok", "info", "warn", "FAIL" };
+
+static void on_warn(void *userdata, bool verbose_only, const char *msg)
+{
+	(void)userdata;
+	ts_cli_warn(false, verbose_only, msg);
+}
 
 int ts_subcmd_doctor(int argc, char **argv)
 {
@@ -43,7 +50,8 @@ int ts_subcmd_doctor(int argc, char **argv)
 		/* The end-to-end check: start a real sandbox with every default. */
 		char *cmd[] = { "/bin/true", NULL };
 		struct ts_policy pol;
-		struct ts_run_opts o = { .argv = cmd };
+		const struct ts_run_hooks hooks = { .warn = on_warn };
+		struct ts_run_opts o = { .argv = cmd, .hooks = &hooks };
 		struct ts_error err = { 0 };
 		int status = -1;
 

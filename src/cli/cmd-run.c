@@ -6,13 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "cli.h"
 #include "commands.h"
 #include "launch.h"
 #include "paths.h"
 #include "policy.h"
+#include "strv.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -49,6 +52,69 @@ static int __attribute__((format(printf, 1, 2))) bad(const char *fmt, ...)
 	return 2;
 }
 
+/* What `run` shows of a run, and the terminal it puts in raw mode for a pty. */
+struct run_ui {
+	bool verbose;
+	bool raw; /* saved holds the modes to restore */
+	struct termios saved;
+};
+
+static void on_warn(void *userdata, bool verbose_only, const char *msg)
+{
+	struct run_ui *ui = userdata;
+
+	ts_cli_warn(ui->verbose, verbose_only, msg);
+}
+
+static void on_prepared(void *userdata, const struct ts_run_info *info)
+{
+	struct run_ui *ui = userdata;
+
+	if (ui->verbose)
+		fprintf(stderr,
+			"toren-sandbox: sandbox %s in `%s` (ids: %s; user is host uid %lu)\n",
+			info->id, info->dir, info->ids_mode, info->user_uid);
+}
+
+/* --dry-run: one line for sh, the filter redirected from its file. */
+static void on_dry_run(void *userdata, char *const *argv, int seccomp_fd, const char *seccomp_path)
+{
+	char q[8192];
+
+	(void)userdata;
+	fputs("env -i", stdout);
+	for (char *const *a = argv; *a; a++) {
+		if (ts_shell_quote(*a, q, sizeof(q)) < 0)
+			snprintf(q, sizeof(q), "'<too long>'");
+		printf(" %s", q);
+	}
+	ts_shell_quote(seccomp_path, q, sizeof(q));
+	printf(" %d<%s\n", seccomp_fd, q);
+}
+
+/* With a pty, init copies between it and our terminal: every byte goes through as typed. */
+static void on_terminal(void *userdata, bool raw)
+{
+	struct run_ui *ui = userdata;
+
+	if (raw && tcgetattr(STDIN_FILENO, &ui->saved) == 0) {
+		struct termios rawt = ui->saved;
+
+		cfmakeraw(&rawt);
+		ui->raw = tcsetattr(STDIN_FILENO, TCSANOW, &rawt) == 0;
+	} else if (!raw && ui->raw) {
+		tcsetattr(STDIN_FILENO, TCSANOW, &ui->saved);
+		ui->raw = false;
+	}
+}
+
+static void on_timed_out(void *userdata, unsigned long long timeout_ms)
+{
+	(void)userdata;
+	fprintf(stderr, "toren-sandbox: timed out after %.3gs; killing the sandbox\n",
+		(double)timeout_ms / 1000.0);
+}
+
 int ts_subcmd_run(int argc, char **argv)
 {
 	enum {
@@ -79,7 +145,14 @@ int ts_subcmd_run(int argc, char **argv)
 						  { "verbose", no_argument, NULL, 'v' },
 						  { "help", no_argument, NULL, 'h' },
 						  {} };
-	struct ts_run_opts o = { 0 };
+	struct run_ui ui = { 0 };
+	const struct ts_run_hooks hooks = { .userdata = &ui,
+					    .warn = on_warn,
+					    .prepared = on_prepared,
+					    .dry_run = on_dry_run,
+					    .terminal = on_terminal,
+					    .timed_out = on_timed_out };
+	struct ts_run_opts o = { .hooks = &hooks };
 	_cleanup_(ts_policy_freep) struct ts_policy pol = { 0 }, cli = { 0 };
 	struct ts_paths paths;
 	struct ts_error err = { 0 };
@@ -143,7 +216,7 @@ int ts_subcmd_run(int argc, char **argv)
 			o.dry_run = true;
 			break;
 		case 'v':
-			o.verbose = true;
+			ui.verbose = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -20,3 +20,4 @@ int ts_subcmd_reap(int argc, char **argv);
 int ts_subcmd_cp(int argc, char **argv);
 int ts_subcmd_attach(int argc, char **argv);
 int ts_subcmd_timeout(int argc, char **argv);
+int ts_subcmd_serve(int argc, char **argv);

@@ -30,6 +30,7 @@ static const struct {
 	{ "cp", ts_subcmd_cp, "copy files between the host and a sandbox (ID:PATH)" },
 	{ "attach", ts_subcmd_attach, "follow a running process's output again (Ctrl-C detaches)" },
 	{ "timeout", ts_subcmd_timeout, "set a sandbox's timeout: it expires SECONDS from now" },
+	{ "serve", ts_subcmd_serve, "serve E2B's API and /v1 REST over local sandboxes" },
 };
 
 static void usage(FILE *f)

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,6 @@
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -52,6 +52,12 @@
 #define TS_PROTECT_MAX_ENTRIES 1000000
 #define TS_DEFAULT_NPROC 4096
 
+/* Something prepare found to tell the caller (the library prints nothing). */
+struct ts_note {
+	char *msg;
+	bool verbose_only; /* a warning only a verbose run shows */
+};
+
 struct ts_prepared {
 	struct ts_paths paths;
 	char id[TS_ID_LEN + 1];
@@ -64,7 +70,8 @@ struct ts_prepared {
 	char **protected;
 	size_t n_protected;
 	struct ts_strv argv;
-	struct ts_strv warnings;
+	struct ts_note *notes; /* told in this order once prepare succeeded */
+	size_t n_notes;
 	bool setuid_helper;
 	bool upper;		       /* overlay with a per-sandbox upper layer */
 	bool dir_created;	       /* $ROOT/<id> was made and must go */
@@ -93,7 +100,38 @@ static void prepared_free(struct ts_prepared *p)
 	ts_strv_free(p->protected);
 	p->protected = NULL;
 	ts_strv_clear(&p->argv);
-	ts_strv_clear(&p->warnings);
+	for (size_t i = 0; i < p->n_notes; i++)
+		free(p->notes[i].msg);
+	free(p->notes);
+	p->notes = NULL;
+	p->n_notes = 0;
+}
+
+/* Keep a warning for the caller (verbose_only: for a verbose run). 0 or -ENOMEM. */
+static int __attribute__((format(printf, 3, 4)))
+note(struct ts_prepared *p, bool verbose_only, const char *fmt, ...)
+{
+	struct ts_note *v = realloc(p->notes, (p->n_notes + 1) * sizeof(*v));
+	va_list ap;
+	int r;
+
+	if (!v)
+		return -ENOMEM;
+	p->notes = v;
+	va_start(ap, fmt);
+	r = vasprintf(&v[p->n_notes].msg, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	v[p->n_notes++].verbose_only = verbose_only;
+	return 0;
+}
+
+/* Tell the caller what prepare found. */
+static void tell_notes(const struct ts_prepared *p, const struct ts_run_hooks *h)
+{
+	for (size_t i = 0; h && h->warn && i < p->n_notes; i++)
+		h->warn(h->userdata, p->notes[i].verbose_only, p->notes[i].msg);
 }
 
 /* TERM is passed only when it is a plain terminal name. */
@@ -302,8 +340,7 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 		} else {
 			r |= ts_strv_push(a, "--rlimit");
 			r |= ts_strv_pushf(a, "as=%llu", pol->memory_bytes);
-			r |= ts_strv_pushf(&p->warnings,
-					   "--memory enforced as RLIMIT_AS per process (%s)", why);
+			r |= note(p, true, "--memory enforced as RLIMIT_AS per process (%s)", why);
 		}
 	}
 	/* RLIMIT_NPROC counts per user per user namespace (ucounts), so inside a fresh
@@ -314,11 +351,10 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 	if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
 	    nproc > rl.rlim_max) {
 		if (pol->pids)
-			r |= ts_strv_pushf(
-				&p->warnings,
-				"RLIMIT_NPROC capped at this user's hard limit %llu, below "
-				"--pids %llu (ulimit -Hu)",
-				(unsigned long long)rl.rlim_max, pol->pids);
+			r |= note(p, false,
+				  "RLIMIT_NPROC capped at this user's hard limit %llu, below "
+				  "--pids %llu (ulimit -Hu)",
+				  (unsigned long long)rl.rlim_max, pol->pids);
 		nproc = rl.rlim_max;
 	}
 	r |= ts_strv_push(a, "--rlimit");
@@ -329,8 +365,7 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 			r |= ts_strv_pushf(a, "%llu", pol->pids);
 			cg = true;
 		} else {
-			r |= ts_strv_pushf(&p->warnings, "--pids enforced as RLIMIT_NPROC (%s)",
-					   why);
+			r |= note(p, true, "--pids enforced as RLIMIT_NPROC (%s)", why);
 		}
 	}
 	if (pol->cpus > 0) {
@@ -339,18 +374,17 @@ static int build_limits(struct ts_prepared *p, const struct ts_run_opts *o, stru
 		/* accepted (a later host may have more), but a limit that can never bind says
 		 * so */
 		if (sched_getaffinity(0, sizeof(mine), &mine) == 0 && pol->cpus > CPU_COUNT(&mine))
-			r |= ts_strv_pushf(&p->warnings,
-					   "--cpus %g is more than the %d CPUs this host gives us: "
-					   "it limits nothing",
-					   pol->cpus, CPU_COUNT(&mine));
+			r |= note(p, false,
+				  "--cpus %g is more than the %d CPUs this host gives us: "
+				  "it limits nothing",
+				  pol->cpus, CPU_COUNT(&mine));
 		if (cgroups_ok(p, "cpu", why, sizeof(why))) {
 			r |= ts_strv_push(a, "--cgroup-cpu-quota");
 			r |= ts_strv_pushf(a, "%llu", (unsigned long long)(pol->cpus * 100000.0));
 			cg = true;
 		} else {
-			r |= ts_strv_pushf(&p->warnings,
-					   "--cpus not enforced: no cpu cgroup delegated (%s)",
-					   why);
+			r |= note(p, false, "--cpus not enforced: no cpu cgroup delegated (%s)",
+				  why);
 		}
 	}
 	if (pol->nofile) {
@@ -786,17 +820,17 @@ static int open_workspace(struct ts_prepared *p, const char *given, struct ts_er
 		p->ws_owner_uid = (long long)wst.st_uid;
 		p->ws_owner_gid = (long long)wst.st_gid;
 	} else if (getuid() == 0) {
-		ts_strv_pushf(&p->warnings,
-			      "workspace `%s` is owned by uid %u; the sandbox user is host "
-			      "uid %lu and cannot write it unless you `chown -R %lu:%lu` it%s",
-			      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid,
-			      p->idmap.user_uid, p->idmap.user_gid,
-			      wst.st_uid == 0 ? " (host root is never mapped into a sandbox)" : "");
+		note(p, false,
+		     "workspace `%s` is owned by uid %u; the sandbox user is host "
+		     "uid %lu and cannot write it unless you `chown -R %lu:%lu` it%s",
+		     p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid, p->idmap.user_uid,
+		     p->idmap.user_gid,
+		     wst.st_uid == 0 ? " (host root is never mapped into a sandbox)" : "");
 	} else {
-		ts_strv_pushf(&p->warnings,
-			      "workspace `%s` is owned by uid %u, not by the sandbox user "
-			      "(host uid %lu): it may not be writable inside",
-			      p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid);
+		note(p, false,
+		     "workspace `%s` is owned by uid %u, not by the sandbox user "
+		     "(host uid %lu): it may not be writable inside",
+		     p->workspace, (unsigned)wst.st_uid, p->idmap.user_uid);
 	}
 	r = check_apart(p, fd, err);
 	if (r < 0)
@@ -965,20 +999,6 @@ dirs_done:
 	return r;
 }
 
-static void print_dry_run(const struct ts_prepared *p)
-{
-	char q[8192];
-
-	fputs("env -i", stdout);
-	for (size_t i = 0; i < p->argv.n; i++) {
-		if (ts_shell_quote(p->argv.v[i], q, sizeof(q)) < 0)
-			snprintf(q, sizeof(q), "'<too long>'");
-		printf(" %s", q);
-	}
-	ts_shell_quote(p->bpf, q, sizeof(q));
-	printf(" %d<%s\n", TS_FD_SECCOMP_DRY, q);
-}
-
 /* The helper could not create the namespaces: say why in the host's terms, with the fix
  * (the checks cost a few reads, so they run only when needed). */
 static void explain_failure(const struct ts_prepared *p, struct ts_error *err)
@@ -1105,7 +1125,7 @@ static int spawn_helper(struct ts_prepared *p, const int *stdio, pid_t *ret_pid,
 
 /* Forward signals, enforce the timeout, copy terminal streams, wait for the helper. */
 static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms,
-		     struct ts_relay *relay, int *ret_status)
+		     struct ts_relay *relay, const struct ts_run_hooks *h, int *ret_status)
 {
 	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 	_cleanup_close_ int sfd = -EBADF, tfd = -EBADF;
@@ -1163,9 +1183,8 @@ static int supervise(pid_t helper, int init_pidfd, unsigned long long timeout_ms
 			close(tfd);
 			tfd = -EBADF;
 			timed_out = true;
-			fprintf(stderr,
-				"toren-sandbox: timed out after %.3gs; killing the sandbox\n",
-				(double)timeout_ms / 1000.0);
+			if (h && h->timed_out)
+				h->timed_out(h->userdata, timeout_ms);
 			/* Killing the pid namespace's init kills every process in it; the helper
 			 * reaps init only after the kernel has torn the whole tree down. */
 			if (init_pidfd >= 0)
@@ -1211,9 +1230,9 @@ static void cleanup(struct ts_prepared *p, const struct ts_run_opts *o)
 
 int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 {
+	const struct ts_run_hooks *h = o->hooks;
 	struct ts_prepared p;
 	struct ts_relay relay;
-	struct termios saved;
 	bool raw = false;
 	pid_t helper = -1, init_pid = 0;
 	int pidfd = -1, r;
@@ -1228,23 +1247,24 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 	r = prepare(&p, o, err);
 	if (r < 0)
 		goto out;
-	for (size_t i = 0; i < p.warnings.n; i++)
-		if (o->verbose || !strstr(p.warnings.v[i], "enforced as"))
-			fprintf(stderr, "toren-sandbox: warning: %s\n", p.warnings.v[i]);
-	if (o->verbose)
-		fprintf(stderr,
-			"toren-sandbox: sandbox %s in `%s` (ids: %s; user is host uid %lu)\n", p.id,
-			p.dir, p.idmap.mode, p.idmap.user_uid);
+	tell_notes(&p, h);
+	if (h && h->prepared) {
+		struct ts_run_info info = { .id = p.id,
+					    .dir = p.dir,
+					    .ids_mode = p.idmap.mode,
+					    .user_uid = p.idmap.user_uid };
+
+		h->prepared(h->userdata, &info);
+	}
 	if (o->dry_run) {
-		print_dry_run(&p);
+		if (h && h->dry_run)
+			h->dry_run(h->userdata, p.argv.v, TS_FD_SECCOMP_DRY, p.bpf);
 		*ret_status = 0;
 		goto out;
 	}
-	if (o->tty && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
-		struct termios rawt = saved;
-
-		cfmakeraw(&rawt);
-		raw = tcsetattr(STDIN_FILENO, TCSANOW, &rawt) == 0;
+	if (p.use_pty && h && h->terminal) {
+		h->terminal(h->userdata, true);
+		raw = true;
 	}
 	/* With a pty, init copies between it and our terminal; otherwise a terminal among
 	 * our standard streams gets a pipe that we copy (relay.h) */
@@ -1258,13 +1278,13 @@ int ts_run(const struct ts_run_opts *o, int *ret_status, struct ts_error *err)
 	if (r < 0)
 		explain_failure(&p, err);
 	if (r >= 0) {
-		supervise(helper, pidfd, o->policy->timeout_ms, &relay, ret_status);
+		supervise(helper, pidfd, o->policy->timeout_ms, &relay, h, ret_status);
 		if (pidfd >= 0)
 			close(pidfd);
 	}
-	if (raw)
-		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 out:
+	if (raw)
+		h->terminal(h->userdata, false);
 	ts_relay_close(&relay);
 	cleanup(&p, o);
 	prepared_free(&p);
@@ -1282,9 +1302,7 @@ int ts_launch_durable(const struct ts_run_opts *o, pid_t *ret_init_pid, struct t
 	p.ws_owner_uid = p.ws_owner_gid = -1;
 	r = prepare(&p, o, err);
 	if (r >= 0) {
-		for (size_t i = 0; i < p.warnings.n; i++)
-			if (o->verbose || !strstr(p.warnings.v[i], "enforced as"))
-				fprintf(stderr, "toren-sandbox: warning: %s\n", p.warnings.v[i]);
+		tell_notes(&p, o->hooks);
 		r = spawn_helper(&p, NULL, &helper, &pidfd, ret_init_pid, err);
 		if (r < 0)
 			explain_failure(&p, err);

@@ -260,7 +260,8 @@ static int lock_dir(const struct ts_sandbox_rec *rec, struct ts_error *err)
 	return fd;
 }
 
-int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err)
+int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec,
+		     const struct ts_run_hooks *hooks, struct ts_error *err)
 {
 	_cleanup_close_ int lock = -EBADF;
 	struct ts_sandbox_rec fresh;
@@ -289,6 +290,7 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_
 	remove_cgroups(rec);
 	ts_policy_init(&pol);
 	r = opts_from_spec(rec, &o, &pol, &paths, image, sizeof(image), err);
+	o.hooks = hooks;
 	if (r >= 0)
 		r = ts_launch_durable(&o, &init, err);
 	ts_policy_free(&pol);
@@ -347,7 +349,7 @@ static int create_rec(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 	r = ts_store_insert(st, rec, err);
 	if (r < 0)
 		return r;
-	r = ts_sandbox_start(st, rec, err);
+	r = ts_sandbox_start(st, rec, o->hooks, err);
 	if (r < 0) {
 		/* as if never attempted: the record and what start made go again */
 		struct ts_error ignore;

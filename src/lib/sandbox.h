@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "launch.h"
 #include "paths.h"
 #include "policy.h"
 #include "store.h"
@@ -30,6 +31,7 @@ struct ts_create_opts {
 	bool as_root;			       /* processes as root by default */
 	unsigned long long memory_bytes, pids; /* 0: policy's */
 	double cpus;
+	const struct ts_run_hooks *hooks; /* told the start's warnings (may be NULL) */
 };
 
 #define TS_LABEL_KEY_MAX 127
@@ -53,8 +55,10 @@ bool ts_sandbox_running(struct ts_sandbox_rec *rec);
  */
 int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err);
 
-/* Start a stopped sandbox around its workspace and upper layer (no-op if running). */
-int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec, struct ts_error *err);
+/* Start a stopped sandbox around its workspace and upper layer (no-op if running). hooks
+ * (may be NULL) are told what the start has to say (ts_launch_durable). */
+int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec,
+		     const struct ts_run_hooks *hooks, struct ts_error *err);
 
 /* Stop: SHUTDOWN to init (TERM, grace, KILL inside), then SIGKILL by pidfd if it is
  * still there after grace_ms; wait until init is gone. Files stay. 0 when stopped. */

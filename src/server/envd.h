@@ -20,11 +20,9 @@ enum ts_envd_auth {
 };
 
 struct ts_envd_target {
-	struct ts_sb *sb;      /* the srv's cached handle: never closed by the caller */
-	char id[64];	       /* the sandbox id */
-	char token[80];	       /* its envd access token, "" when none */
-	bool token_ok;	       /* X-Access-Token was given and matched */
-	bool running;	       /* false: paused, stopped or past its deadline */
+	struct ts_srv_sb *e; /* serve's entry: e->sb is the handle (never closed by callers) */
+	const char *token;   /* its envd access token, "" when none */
+	bool token_ok;	     /* X-Access-Token was given and matched */
 };
 
 /*

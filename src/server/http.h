@@ -23,11 +23,11 @@ struct ts_req;
 struct ts_stream;
 struct MHD_Connection;
 
-#define TS_HTTP_BODY_MAX (1U << 20)	  /* a JSON or Connect request body */
-#define TS_HTTP_STREAM_HIGH (1U << 20)	  /* a stream buffers at most this much for its client */
-#define TS_HTTP_HEADER_MAX (64U << 10)	  /* request line and headers, per connection */
-#define TS_HTTP_CONNECTIONS 4096	  /* per listener */
-#define TS_HTTP_IDLE_S 300		  /* an idle keep-alive connection is closed after */
+#define TS_HTTP_BODY_MAX (1U << 20)    /* a JSON or Connect request body */
+#define TS_HTTP_STREAM_HIGH (1U << 20) /* a stream buffers at most this much for its client */
+#define TS_HTTP_HEADER_MAX (64U << 10) /* request line and headers, per connection */
+#define TS_HTTP_CONNECTIONS 4096       /* per listener */
+#define TS_HTTP_IDLE_S 300	       /* an idle keep-alive connection is closed after */
 
 /*
  * A route: method ("GET", ...; NULL: any, the handler checks) and a path pattern where
@@ -67,7 +67,7 @@ bool ts_http_listener_local(const struct ts_http_listener *l);
 /* --- the request --------------------------------------------------------------------- */
 
 const char *ts_req_method(const struct ts_req *r);
-const char *ts_req_path(const struct ts_req *r); /* decoded, without the query */
+const char *ts_req_path(const struct ts_req *r);	      /* decoded, without the query */
 const char *ts_req_param(const struct ts_req *r, unsigned i); /* a "*" of the pattern */
 /* A header (case-insensitive) or query argument (decoded once), NULL when absent. */
 const char *ts_req_header(const struct ts_req *r, const char *name);
@@ -75,7 +75,8 @@ const char *ts_req_query(const struct ts_req *r, const char *name);
 /* Call fn for every header (prefix NULL) or those whose name starts with prefix
  * (case-insensitive). */
 void ts_req_headers(const struct ts_req *r, const char *prefix,
-		    void (*fn)(void *userdata, const char *name, const char *value), void *userdata);
+		    void (*fn)(void *userdata, const char *name, const char *value),
+		    void *userdata);
 const uint8_t *ts_req_body(const struct ts_req *r, size_t *len);
 /* The body parsed as one JSON value (depth and size bounded); NULL and err when not JSON.
  * An empty body is {}. Borrowed: freed with the request. */
@@ -113,8 +114,8 @@ int ts_req_reply_json(struct ts_req *r, unsigned status, json_t *json);
  * (client_gone true) — the handler frees its state there and never touches s again.
  */
 struct ts_stream *ts_req_stream(struct ts_req *r, unsigned status, const char *content_type,
-				void (*on_close)(void *userdata, bool client_gone),
-				void *userdata, struct ts_error *err);
+				void (*on_close)(void *userdata, bool client_gone), void *userdata,
+				struct ts_error *err);
 /* Queue bytes (copied) and flush them to the client as soon as it takes them. */
 int ts_stream_write(struct ts_stream *s, const void *data, size_t len);
 /* Bytes queued and not yet taken by the client: above TS_HTTP_STREAM_HIGH stop producing

@@ -34,6 +34,7 @@ void ts_loop_del_fd(struct ts_loop_fd *w); /* NULL is fine; never closes the fd 
 struct ts_loop_timer *ts_loop_add_timer(struct ts_loop *l, long long at_ms,
 					void (*fn)(void *userdata), void *userdata);
 void ts_loop_timer_set(struct ts_loop_timer *t, long long at_ms); /* re-arms (once) */
-void ts_loop_del_timer(struct ts_loop_timer *t); /* NULL is fine */
+void ts_loop_del_timer(struct ts_loop_timer *t);		  /* NULL is fine */
 /* Called after every iteration (MHD's run after our callbacks resumed connections). */
 int ts_loop_on_idle(struct ts_loop *l, void (*fn)(void *userdata), void *userdata);
+void ts_loop_off_idle(struct ts_loop *l, void (*fn)(void *userdata), void *userdata);

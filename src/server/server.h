@@ -19,8 +19,8 @@
 #include "error.h"
 #include "http.h"
 #include "loop.h"
+#include "meta.h"
 
-struct ts_meta;
 struct ts_tokens;
 
 struct ts_serve_opts {
@@ -31,7 +31,11 @@ struct ts_serve_opts {
 	const char *tokens_file; /* access tokens (NULL: none: any key, loopback only) */
 	unsigned pool;		 /* warm sandboxes kept started per template (0: none) */
 	int listen_fd, envd_fd;	 /* socket-activated fds (-1: none) */
-	bool quiet;		 /* no request log on stderr */
+	/* told once every listener is up: the real addresses (a port 0 asked is chosen) */
+	void (*ready)(void *userdata, const char *control, const char *envd);
+	/* the backend's warnings (a sandbox's start found a workspace it cannot write, ...) */
+	ts_be_note_fn warn;
+	void *userdata;
 };
 
 /* What serve holds: handler modules get it as their ctx. */
@@ -50,12 +54,38 @@ struct ts_srv {
 int ts_serve(const struct ts_serve_opts *o, struct ts_error *err);
 
 /*
- * The open handle of sandbox id (connected once, then cached; a killed sandbox's entry
- * goes with ts_srv_forget). -ENOENT when the backend does not know it. Never starts a
- * stopped or resumes a paused sandbox: envd calls on one fail (502 upstream).
+ * serve's view of one sandbox, cached: the backend handle (opened once, reused by every
+ * request and stream: never closed by a caller), its E2B record (meta; defaults and no
+ * token for a sandbox serve did not create), and its deadline. Refreshed from the
+ * backend by ts_srv_refresh (the control plane calls it after every change it makes;
+ * the reaper every second), so an envd request costs no backend round trip to check it.
  */
-int ts_srv_sandbox(struct ts_srv *srv, const char *id, struct ts_sb **ret, struct ts_error *err);
+struct ts_srv_sb {
+	char id[64];
+	struct ts_sb *sb;
+	struct ts_meta_sb meta;
+	bool has_meta;	  /* created through serve (an E2B record exists) */
+	long long end_at; /* realtime ms of its deadline, 0: none */
+	bool running;	  /* running and not paused (a stopped one is not served by envd) */
+	bool gone;	  /* forgotten (killed): freed when the last reference goes */
+	unsigned refs;	  /* the cache's own, plus one per stream holding e->sb */
+	struct ts_srv_sb *next;
+};
+
+/* The entry of sandbox id, opened on first use. -ENOENT when the backend does not know
+ * it (the exact id: no name or prefix matching). Never starts or resumes anything. */
+int ts_srv_sandbox(struct ts_srv *srv, const char *id, struct ts_srv_sb **ret,
+		   struct ts_error *err);
+/* Re-read an entry's state from the backend and meta (-ENOENT: it is gone and forgotten). */
+int ts_srv_refresh(struct ts_srv *srv, struct ts_srv_sb *e, struct ts_error *err);
+/* Drop the entry from the cache (after a kill); streams holding a reference keep its
+ * handle until they unref it. */
 void ts_srv_forget(struct ts_srv *srv, const char *id);
+/* A stream that keeps e->sb beyond its request takes a reference and drops it when done. */
+struct ts_srv_sb *ts_srv_sb_ref(struct ts_srv_sb *e);
+void ts_srv_sb_unref(struct ts_srv_sb *e);
+/* Is the entry's sandbox serving now (running, not paused, before its deadline)? */
+bool ts_srv_serving(const struct ts_srv *srv, const struct ts_srv_sb *e);
 
 /* A JSON error body {"code": status, "message": ...} (E2B's REST and /files shape). */
 int ts_srv_reply_error(struct ts_req *r, unsigned status, const char *fmt, ...)
@@ -64,8 +94,8 @@ int ts_srv_reply_error(struct ts_req *r, unsigned status, const char *fmt, ...)
 unsigned ts_srv_http_status(enum ts_be_code code);
 
 /* Route tables of the modules (each ended by a zero entry). */
-extern const struct ts_route ts_control_routes[]; /* control.c: E2B's control plane */
-extern const struct ts_route ts_v1_routes[];	  /* v1.c: /v1 REST */
+extern const struct ts_route ts_control_routes[];      /* control.c: E2B's control plane */
+extern const struct ts_route ts_v1_routes[];	       /* v1.c: /v1 REST */
 extern const struct ts_route ts_envd_process_routes[]; /* envd-process.c */
 extern const struct ts_route ts_envd_fs_routes[];      /* envd-fs.c */
 extern const struct ts_route ts_envd_files_routes[];   /* envd-files.c: /files, /health */
