@@ -460,6 +460,20 @@ t(st == 200 and body == blob and h.get("content-type") == "application/octet-str
   "GET .../files gives back every byte")
 st, _, j = jreq("POST", C, body={"cmd": "sha256sum /tmp/v1/deep/blob.bin"})
 t(j.get("stdout", "").split(" ")[0] == hashlib.sha256(blob).hexdigest(), "the sandbox sees that file")
+big = os.urandom(48 << 20)
+st, _, j = jreq("PUT", F + "?path=/home/user/big.bin", raw=big,
+                headers={"Content-Type": "application/octet-stream"})
+st2, _, j2 = jreq("POST", C, body={"cmd": "sha256sum /home/user/big.bin; rm /home/user/big.bin"})
+t(st == 200 and j.get("size") == len(big) and
+  j2.get("stdout", "").split(" ")[0] == hashlib.sha256(big).hexdigest(),
+  f"a 48 MiB upload arrives whole ({st} {j})")
+st, _, j = jreq("PUT", F + "?path=/tmp/v1", raw=b"x")
+t(st == 400 and is_error(j, "invalid_argument"), f"an upload onto a directory: 400 ({st} {j})")
+st, _, j = jreq("PUT", F + "?path=/tmp/v1/m&mode=999", raw=b"x")
+t(st == 400 and is_error(j, "invalid_argument"), f"a bad mode: 400 ({st})")
+st, _, j = jreq("PUT", F + "?path=/tmp/v1/m&mode=700", raw=b"#!/bin/sh\necho ran\n")
+st2, _, j2 = jreq("POST", C, body={"cmd": "stat -c %a /tmp/v1/m; /tmp/v1/m"})
+t(st == 200 and j2.get("stdout") == "700\nran\n", f"mode=700 is the file's mode ({j2.get('stdout')!r})")
 st, _, j = jreq("PUT", F + "?path=/tmp/v1/x", raw=b"x", token=READER)
 t(st == 403 and is_error(j, "permission_denied"), "sandboxes:read cannot write files: 403")
 st, _, j = jreq("GET", F + "?path=/tmp/v1/deep/blob.bin", token=READER)
