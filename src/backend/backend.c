@@ -108,6 +108,7 @@ enum ts_be_code ts_be_code(const struct ts_error *err)
 		return TS_BE_RATE_LIMIT;
 	case EEXIST:
 	case ENOTEMPTY:
+	case EALREADY: /* ts_sb_pause of a paused sandbox (E2B: 409) */
 		return TS_BE_ALREADY_EXISTS;
 	case ECONNREFUSED:
 	case ECONNRESET:
@@ -294,6 +295,22 @@ int ts_sb_start(struct ts_sb *sb, struct ts_error *err)
 int ts_sb_stop(struct ts_sb *sb, struct ts_error *err)
 {
 	return sb->ops->sb_stop(sb, err);
+}
+
+int ts_sb_pause(struct ts_sb *sb, struct ts_error *err)
+{
+	if (!sb->ops->sb_pause)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` cannot pause a sandbox",
+			      sb->ops->name);
+	return sb->ops->sb_pause(sb, err);
+}
+
+int ts_sb_resume(struct ts_sb *sb, struct ts_error *err)
+{
+	if (!sb->ops->sb_resume)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` cannot resume a sandbox",
+			      sb->ops->name);
+	return sb->ops->sb_resume(sb, err);
 }
 
 int ts_sb_check_user(struct ts_sb *sb, const char *user, struct ts_error *err)
@@ -493,6 +510,9 @@ void ts_be_entry_clear(struct ts_be_entry *e)
 	free(e->name);
 	free(e->path);
 	free(e->symlink_target);
+	for (size_t i = 0; e->metadata && e->metadata[i]; i++)
+		free(e->metadata[i]);
+	free(e->metadata);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -555,6 +575,15 @@ int ts_file_mkdir_mode(struct ts_sb *sb, const char *path, const char *user, uns
 int ts_file_remove(struct ts_sb *sb, const char *path, const char *user, struct ts_error *err)
 {
 	return sb->ops->file_remove(sb, path, user, err);
+}
+
+int ts_file_set_metadata(struct ts_sb *sb, const char *path, const char *user,
+			 const struct ts_kv *kv, size_t n, struct ts_error *err)
+{
+	if (!sb->ops->file_set_metadata)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` keeps no file metadata",
+			      sb->ops->name);
+	return sb->ops->file_set_metadata(sb, path, user, kv, n, err);
 }
 
 int ts_file_rename(struct ts_sb *sb, const char *from, const char *to, const char *user,
