@@ -201,23 +201,33 @@ test('uploadUrl and downloadUrl work with a plain fetch and are signed', T, asyn
   assert.equal(got.status, 200)
   assert.equal(await got.text(), 'uploaded by fetch')
 
-  // Expiring signatures, and what a wrong or missing signature gets.
+  // An expiring signature.
   const exp = await sbx.downloadUrl('signed/up.txt', { useSignatureExpiration: 60 })
   assert.ok(new URL(exp).searchParams.get('signature_expiration'))
   assert.equal(await (await fetch(exp)).text(), 'uploaded by fetch')
+})
+
+test('a wrong or missing URL signature gets envd\'s 401 bodies; a read signature does not write', T, async (t) => {
+  const sbx = await sandbox(t)
+  await sbx.files.write('signed/up.txt', 'uploaded by fetch')
+  const down = await sbx.downloadUrl('signed/up.txt')
+  const form = new FormData()
+  form.append('file', new Blob(['overwritten']), 'up.txt')
   const bad = new URL(down)
   bad.searchParams.set('signature', 'v1_' + 'A'.repeat(43))
   const r1 = await fetch(bad)
-  assert.equal(r1.status, 401)
-  assert.deepEqual(await r1.json(), { code: 401, message: 'invalid signature' })
+  const b1 = await r1.text()
+  assert.equal(r1.status, 401, b1)
+  assert.deepEqual(JSON.parse(b1), { code: 401, message: 'invalid signature' })
   const none = new URL(down)
   none.searchParams.delete('signature')
   const r2 = await fetch(none)
-  assert.equal(r2.status, 401)
-  assert.deepEqual(await r2.json(), { code: 401, message: 'missing signature query parameter' })
+  const b2 = await r2.text()
+  assert.equal(r2.status, 401, b2)
+  assert.deepEqual(JSON.parse(b2), { code: 401, message: 'missing signature query parameter' })
   // A signature for reading does not allow writing.
   const r3 = await fetch(down, { method: 'POST', body: form })
-  assert.equal(r3.status, 401)
+  assert.equal(r3.status, 401, await r3.text())
   assert.equal(await sbx.files.read('signed/up.txt'), 'uploaded by fetch')
 })
 
