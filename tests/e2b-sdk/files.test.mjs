@@ -164,7 +164,7 @@ test('watchDir: files.write shows as create and write of that name', T, async (t
   await sbx.files.makeDir('w')
   const { ev } = await watch(t, sbx, 'w')
   await sbx.files.write('w/x.txt', 'data')
-  await waitFor(`create and write events of x.txt (got ${JSON.stringify(ev)})`, () => has(ev, 'x.txt', 'create') && has(ev, 'x.txt', 'write'))
+  await waitFor(() => `create and write events of x.txt (got ${JSON.stringify(ev)})`, () => has(ev, 'x.txt', 'create') && has(ev, 'x.txt', 'write'))
   assert.ok(ev.every((e) => e.name === 'x.txt'), `events of other names: ${JSON.stringify(ev)}`)
 })
 
@@ -173,7 +173,7 @@ test('watchDir: changes made by commands: create, write, rename, chmod, remove',
   await sbx.files.makeDir('w')
   const { ev } = await watch(t, sbx, 'w')
   await sbx.commands.run('cd /home/user/w && echo hi > a.txt && mv a.txt b.txt && chmod 600 b.txt && rm b.txt')
-  await waitFor(`create, write, rename, chmod and remove events (got ${JSON.stringify(ev)})`, () =>
+  await waitFor(() => `create, write, rename, chmod and remove events (got ${JSON.stringify(ev)})`, () =>
     has(ev, 'a.txt', 'create') && has(ev, 'a.txt', 'write') && has(ev, 'a.txt', 'rename') &&
     has(ev, 'b.txt', 'create') && has(ev, 'b.txt', 'chmod') && has(ev, 'b.txt', 'remove'))
 })
@@ -188,7 +188,7 @@ test('watchDir: not recursive by default; recursive with includeEntry sees subdi
   await h.stop()
   const { ev: rev } = await watch(t, sbx, 'w', { recursive: true, includeEntry: true })
   await sbx.commands.run('echo deep > /home/user/w/sub/deep.txt')
-  const c = await waitFor(`a recursive create event (got ${JSON.stringify(rev)})`, () => rev.find((e) => e.name === 'sub/deep.txt' && e.type === 'create'))
+  const c = await waitFor(() => `a recursive create event (got ${JSON.stringify(rev)})`, () => rev.find((e) => e.name === 'sub/deep.txt' && e.type === 'create'))
   assert.equal(c.entry?.path, '/home/user/w/sub/deep.txt')
   assert.equal(c.entry?.type, 'file')
 })
