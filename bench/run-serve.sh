@@ -161,7 +161,7 @@ env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TOREN_SANDBOX_ROOT="$WORK/s
 	"$TOREN" serve --listen 127.0.0.1:0 --envd-listen 127.0.0.1:0 \
 	>"$WORK/serve.log" 2>&1 </dev/null &
 SERVE_PID=$!
-API_ADDR= ENVD_ADDR=
+API_ADDR='' ENVD_ADDR=''
 for _ in $(seq 150); do
 	kill -0 "$SERVE_PID" 2>/dev/null || { echo "run-serve.sh: serve exited:" >&2; cat "$WORK/serve.log" >&2; exit 1; }
 	read -r API_ADDR ENVD_ADDR < <(sed -n 's/.*control plane on \([^ ,]*\), envd on \([^ ,]*\).*/\1 \2/p' "$WORK/serve.log" | head -1) || true
@@ -184,7 +184,7 @@ jq -n --arg sdk "$SDK" --arg out "$WORK/out" --argjson pid "$SERVE_PID" --arg cl
 
 # Where the time of a create goes: serve and everything it starts, under strace.
 if [ "$TRACES" -gt 0 ]; then
-	echo "run-serve.sh: $TRACES creates under strace -f -c, one under strace -f -ttt, a burst under strace -c" >&2
+	echo "run-serve.sh: $TRACES creates under strace -f -c, one under strace -f -ttt" >&2
 	trace() {
 		rm -f "$WORK/out/ready" "$WORK/out/go"
 		"$NODE" "$HERE/serve-bench.mjs" "${DRIVER[@]}" &
@@ -210,9 +210,6 @@ if [ "$TRACES" -gt 0 ]; then
 	trace -f -c -w -S time -o "$WORK/out/strace-c.txt"
 	DRIVER=(creates "$WORK/config.json" 1)
 	trace -f -ttt -T -s 80 -o "$WORK/out/strace-t.txt"
-	# serve's thread alone (no -f) while 10 sandboxes run 10 commands each at once
-	DRIVER=(burst "$WORK/config.json" 10 10)
-	trace -c -w -S time -o "$WORK/out/strace-burst.txt"
 fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 T_TOTAL=$(($(date +%s) - T_START))
@@ -238,7 +235,7 @@ cat "$SUMMARY"
 if [ "$DO_WRITE" = 1 ]; then
 	mkdir -p "$HERE/results"
 	cp "$WORK/out/serve.json" "$HERE/results/serve.json"
-	for f in strace-c strace-t strace-burst; do
+	for f in strace-c strace-t; do
 		[ -e "$WORK/out/$f.txt" ] && cp "$WORK/out/$f.txt" "$HERE/results/serve-$f.txt"
 	done
 	cp "$WORK/serve.log" "$HERE/results/serve-log.txt"

@@ -6,7 +6,6 @@
 //
 //   node serve-bench.mjs measure CONFIG.json    every part below, into OUT/serve.json
 //   node serve-bench.mjs creates CONFIG.json K  K untimed create + run + kill (for strace)
-//   node serve-bench.mjs burst CONFIG.json S K  S sandboxes x K runs at once, untimed (strace)
 //   node serve-bench.mjs report OUT             the Markdown block for RESULTS.md
 //
 // CONFIG: { sdkDir, out, servePid, cli, api, create, createWarmup, block1, runs, block,
@@ -14,7 +13,7 @@
 // E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY come from the environment (as for the SDK
 // tests). Writes OUT/serve.json (every sample, in ms) and OUT/*.csv; prints progress on
 // stderr.
-import { readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { readFileSync, writeFileSync, existsSync, readdirSync, readlinkSync } from 'node:fs'
 import { spawn, spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -42,7 +41,20 @@ function procStatus(pid) {
     if (m) out[m[1]] = Number(m[2])
   }
   try {
-    out.fds = spawnSync('ls', [`/proc/${pid}/fd`]).stdout.toString().split('\n').filter(Boolean).length
+    const fds = readdirSync(`/proc/${pid}/fd`)
+    out.fds = fds.length
+    out.tcp = 0
+    const inodes = new Set(fds.map((fd) => { try { return readlinkSync(`/proc/${pid}/fd/${fd}`) } catch { return '' } })
+      .filter((l) => l.startsWith('socket:[')).map((l) => l.slice(8, -1)))
+    // TCP sockets among them (the SDK's keep-alive connections and the listeners)
+    for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      try {
+        for (const line of readFileSync(f, 'utf8').split('\n').slice(1)) {
+          const c = line.trim().split(/\s+/)
+          if (c[9] && inodes.has(c[9])) out.tcp++
+        }
+      } catch {}
+    }
   } catch {}
   return out
 }
@@ -53,7 +65,43 @@ function cpuMs(pid) {
   const tck = 100 // USER_HZ on Linux
   return ((Number(f[11]) + Number(f[12])) * 1000) / tck
 }
+// on-CPU and runqueue-wait time of serve (ns in /proc/PID/schedstat), as ms
+function sched(pid) {
+  const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number)
+  return { run: run / 1e6, wait: wait / 1e6, t: now() }
+}
+const schedDelta = (a, b) => ({ runMs: b.run - a.run, waitMs: b.wait - a.wait, wallMs: b.t - a.t })
 const snapRss = (label) => res.rss.push({ label, ...procStatus(cfg.servePid) })
+
+// --- where serve's one thread is, sampled: /proc/PID/syscall and the state in /proc/PID/stat
+// every 2 ms from a separate python3 process (no ptrace: the thread runs at full speed).
+// Blocked in a syscall: its number; in user space or waiting for a CPU: R.
+const SAMPLER = `
+import json, signal, sys, time
+pid, out = sys.argv[1], sys.argv[2]
+names = {'232': 'epoll_wait', '281': 'epoll_pwait', '7': 'poll', '271': 'ppoll', '47': 'recvmsg',
+         '45': 'recvfrom', '0': 'read', '75': 'fdatasync', '74': 'fsync', '61': 'wait4', '1': 'write',
+         '44': 'sendto', '46': 'sendmsg', '435': 'clone3', '56': 'clone'}
+counts = {}
+def done(*_):
+    json.dump(counts, open(out, 'w'))
+    sys.exit(0)
+signal.signal(signal.SIGTERM, done)
+while True:
+    try:
+        st = open(f'/proc/{pid}/stat').read()
+        state = st[st.rindex(')') + 2]
+        sc = open(f'/proc/{pid}/syscall').read().split()[0]
+    except OSError:
+        done()
+    k = 'running or runnable' if state == 'R' or sc == 'running' else names.get(sc, 'syscall ' + sc)
+    counts[k] = counts.get(k, 0) + 1
+    time.sleep(0.002)
+`
+function startSampler(file) {
+  const c = spawn('python3', ['-c', SAMPLER, String(cfg.servePid), file], { stdio: 'ignore' })
+  return () => new Promise((resolve) => { c.on('exit', resolve); c.kill('SIGTERM') })
+}
 
 // --- a raw Connect client: serve's HTTP layer without the SDK ---
 // One keep-alive connection, the request the SDK sends for commands.run (spec §3.2) but
@@ -315,6 +363,8 @@ async function measure() {
   log(`throughput: ${cfg.sandboxes} sandboxes x ${cfg.commands} commands`)
   {
     snapRss('serve idle again, every earlier sandbox killed')
+    const stopSampler0 = startSampler(join(cfg.out, 'where-create.json'))
+    const sc0 = sched(cfg.servePid)
     const t0 = now()
     const created = await Promise.allSettled(Array.from({ length: cfg.sandboxes }, async () => {
       const a = now()
@@ -323,12 +373,16 @@ async function measure() {
       return s
     }))
     const t1 = now()
+    res.schedCreate = schedDelta(sc0, sched(cfg.servePid))
+    await stopSampler0()
+    try { res.whereCreate = JSON.parse(readFileSync(join(cfg.out, 'where-create.json'), 'utf8')) } catch {}
     const sbxs = []
     for (const c of created) c.status === 'fulfilled' ? sbxs.push(c.value) : err('throughput create', c.reason)
     res.throughput = { sandboxes: sbxs.length, createWallMs: t1 - t0 }
     await new Promise((r) => setTimeout(r, 1000))
     snapRss(`serve with ${sbxs.length} sandboxes created through it, none running a command`)
-    const c0 = cpuMs(cfg.servePid), u0 = process.cpuUsage()
+    const stopSampler = startSampler(join(cfg.out, 'where-throughput.json'))
+    const c0 = cpuMs(cfg.servePid), u0 = process.cpuUsage(), sc1 = sched(cfg.servePid)
     let ran = 0, failed = 0
     const t2 = now()
     await Promise.all(sbxs.map(async (s) => {
@@ -344,6 +398,9 @@ async function measure() {
     }))
     const t3 = now()
     const u = process.cpuUsage(u0)
+    res.schedThroughput = schedDelta(sc1, sched(cfg.servePid))
+    await stopSampler()
+    try { res.whereThroughput = JSON.parse(readFileSync(join(cfg.out, 'where-throughput.json'), 'utf8')) } catch {}
     Object.assign(res.throughput, { commands: ran, failed, wallMs: t3 - t2, serveCpuMs: cpuMs(cfg.servePid) - c0,
       clientCpuMs: (u.user + u.system) / 1000 })
     snapRss(`serve with ${sbxs.length} sandboxes, after ${ran} commands`)
@@ -387,14 +444,6 @@ async function creates(k) {
     await s.commands.run('true')
     await s.kill()
   }
-}
-
-// S sandboxes at once, K commands.run('true') each, then killed: untimed (traced)
-async function burst(n, k) {
-  await handshake()
-  const sbxs = await Promise.all(Array.from({ length: n }, () => Sandbox.create(opts)))
-  await Promise.all(sbxs.map(async (s) => { for (let i = 0; i < k; i++) await s.commands.run('true') }))
-  await Promise.all(sbxs.map((s) => s.kill()))
 }
 
 // --- the Markdown block, from OUT/serve.json (and OUT/strace-c.txt when traced) ---
@@ -484,11 +533,28 @@ function report(out) {
   }
   if (r.cpu?.runs) P(`- the one-sandbox round trips (3 rows × runs): serve's CPU ${f(r.cpu.runs.serveCpuMs / r.cpu.runs.commands, 3)} ms per command (10 ms ticks: coarse); the SDK's node process ${f(r.cpu.runs.sdkCpuMs / r.cpu.runs.sdkRuns, 3)} ms of CPU per \`commands.run\` (process.cpuUsage around each call)`)
   P()
+  const where = (title, w, sd) => {
+    if (!w) return
+    const tot = Object.values(w).reduce((a, b) => a + b, 0)
+    P(`#### Where serve's one thread was: ${title} (${tot} samples of /proc/PID/syscall and its state, every ~2 ms, no tracing)`)
+    P()
+    if (sd) P(`/proc/PID/schedstat over the same ${f(sd.wallMs / 1000)} s: serve's thread **on a CPU ${f((100 * sd.runMs) / sd.wallMs, 0)}%** of the wall time, **runnable but waiting for a CPU ${f((100 * sd.waitMs) / sd.wallMs, 0)}%**, the rest (${f(100 - (100 * (sd.runMs + sd.waitMs)) / sd.wallMs, 0)}%) asleep: blocked or idle.`)
+    P()
+    P('| state | share |')
+    P('|---|---|')
+    for (const [k, v] of Object.entries(w).sort((a, b) => b[1] - a[1])) {
+      const what = { epoll_wait: 'idle in `epoll_wait` (its loop)', poll: 'blocked in `poll`: inside a request, waiting on an init', recvmsg: 'blocked in `recvmsg` (a create waiting for its helper, or a control reply)', fdatasync: 'blocked in `fdatasync` (sqlite commits)', 'running or runnable': 'running, or runnable and waiting for a CPU' }[k] ?? `\`${k}\``
+      P(`| ${what} | ${f((100 * v) / tot, 1)}% |`)
+    }
+    P()
+  }
+  where(`while ${T.sandboxes} sandboxes were created at once`, r.whereCreate, r.schedCreate)
+  where(`while ${T.sandboxes} sandboxes ran their commands at once`, r.whereThroughput, r.schedThroughput)
   P('#### serve\'s memory (kB, /proc/PID/status)')
   P()
-  P('| when | VmRSS | VmHWM | RssAnon | RssFile | fds | threads |')
-  P('|---|---|---|---|---|---|---|')
-  for (const x of r.rss) P(`| ${x.label} | ${x.VmRSS} | ${x.VmHWM} | ${x.RssAnon} | ${x.RssFile} | ${x.fds ?? ''} | ${x.Threads} |`)
+  P('| when | VmRSS | VmHWM | RssAnon | RssFile | fds | of them TCP | threads |')
+  P('|---|---|---|---|---|---|---|---|')
+  for (const x of r.rss) P(`| ${x.label} | ${x.VmRSS} | ${x.VmHWM} | ${x.RssAnon} | ${x.RssFile} | ${x.fds ?? ''} | ${x.tcp ?? ''} | ${x.Threads} |`)
   P()
   const errs = Object.entries(r.errors).filter(([, v]) => v.length)
   if (errs.length) {
@@ -504,18 +570,6 @@ function report(out) {
     P()
     P('```')
     for (const l of t.slice(0, 17)) P(l)
-    const tot = t.find((l) => /total/.test(l))
-    if (tot) P(tot)
-    P('```')
-    P()
-  }
-  const sb = join(out, 'strace-burst.txt')
-  if (existsSync(sb)) {
-    const t = readFileSync(sb, 'utf8').split('\n')
-    P("#### serve's own thread alone over an untraced-client burst (`strace -c -w -p SERVE`, no -f: where serve's one thread spends wall time; top 12)")
-    P()
-    P('```')
-    for (const l of t.slice(0, 14)) P(l)
     const tot = t.find((l) => /total/.test(l))
     if (tot) P(tot)
     P('```')
@@ -563,7 +617,6 @@ function report(out) {
 
 if (mode === 'measure') await measure()
 else if (mode === 'creates') await creates(Number(process.argv[4] ?? 10))
-else if (mode === 'burst') await burst(Number(process.argv[4] ?? 10), Number(process.argv[5] ?? 10))
 else if (mode === 'report') report(process.argv[3])
 else { console.error('usage: serve-bench.mjs measure|creates CONFIG [K] | report OUT'); process.exit(2) }
 process.exit(0)
