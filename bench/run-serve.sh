@@ -131,8 +131,10 @@ else
 	fi
 	ninja -C "$BUILD" toren-sandbox toren-sandbox-helper toren-sandbox-init >"$WORK/build.log" 2>&1 ||
 		{ echo "run-serve.sh: building $BUILD failed:" >&2; tail "$WORK/build.log" >&2; exit 1; }
-	DIRTY=$(git -C "$REPO" status --porcelain -- src runtime meson.build bench/api-bench.c 2>/dev/null | wc -l)
-	COMMIT_LINE="commit \`$(git -C "$REPO" rev-parse --short HEAD)\`$([ "$DIRTY" = 0 ] && echo ' (src/, runtime/ clean)' || echo " + $DIRTY uncommitted changes"), build \`$BUILD\` ($(meson introspect --buildoptions "$BUILD" 2>/dev/null | jq -r '.[] | select(.name=="buildtype") | .value'))"
+	# the tree BUILD was configured from (another worktree's build is allowed)
+	SRC=$(jq -r .directories.source "$BUILD/meson-info/meson-info.json" 2>/dev/null || echo "$REPO")
+	DIRTY=$(git -C "$SRC" status --porcelain -- src runtime meson.build bench/api-bench.c 2>/dev/null | wc -l)
+	COMMIT_LINE="commit \`$(git -C "$SRC" rev-parse --short HEAD)\` of \`$SRC\`$([ "$DIRTY" = 0 ] && echo ' (src/, runtime/ clean)' || echo " + $DIRTY uncommitted changes"), build \`$BUILD\` ($(meson introspect --buildoptions "$BUILD" 2>/dev/null | jq -r '.[] | select(.name=="buildtype") | .value'))"
 fi
 ninja -C "$BUILD" bench/toren-bench-api >"$WORK/bench-build.log" 2>&1 ||
 	{ echo "run-serve.sh: building bench/toren-bench-api failed:" >&2; tail "$WORK/bench-build.log" >&2; exit 1; }

@@ -335,26 +335,39 @@ async function measure() {
     }
     res.cpu.runs = { serveCpuMs: cpuMs(cfg.servePid) - c0, commands: 3 * cfg.runs, sdkCpuMs: sdkCpu, sdkRuns: cfg.runs }
 
-    // --- 3: 1 MiB files.write + files.read ---
+    // --- 3: 1 MiB files.write + files.read: random bytes (what gzip cannot shrink) and zeros ---
     log(`files: ${cfg.files} rounds of 1 MiB write + read`)
-    const data = randomBytes(1 << 20)
-    for (let i = -2; i < cfg.files; i++) {
-      try {
-        const t0 = now()
-        await s.files.write('/home/user/bench-1m.bin', data)
-        const t1 = now()
-        const back = await s.files.read('/home/user/bench-1m.bin', { format: 'bytes' })
-        const t2 = now()
-        if (Buffer.compare(Buffer.from(back), data) !== 0) throw new Error(`read back ${back.length} bytes, not the ones written`)
-        if (i >= 0) {
-          add('SDK files.write 1 MiB', t1 - t0)
-          add('SDK files.read 1 MiB', t2 - t1)
-          add('SDK files.write + files.read 1 MiB', t2 - t0)
+    for (const [kind, data] of [['random', randomBytes(1 << 20)], ['zeros', Buffer.alloc(1 << 20)]]) {
+      let errors = 0
+      for (let i = -2; i < cfg.files && errors < 3; i++) {
+        try {
+          const t0 = now()
+          await s.files.write('/home/user/bench-1m.bin', data)
+          const t1 = now()
+          const back = await s.files.read('/home/user/bench-1m.bin', { format: 'bytes' })
+          const t2 = now()
+          if (Buffer.compare(Buffer.from(back), data) !== 0) throw new Error(`read back ${back.length} bytes, not the ones written`)
+          if (i >= 0) {
+            add(`SDK files.write 1 MiB (${kind})`, t1 - t0)
+            add(`SDK files.read 1 MiB (${kind})`, t2 - t1)
+            add(`SDK files.write + files.read 1 MiB (${kind})`, t2 - t0)
+          }
+          if (kind === 'random' && i >= 0) {
+            // the same download without gzip (undici, under the SDK, always offers it)
+            const a = now()
+            const r = await fetch(`${process.env.E2B_SANDBOX_URL}/files?path=/home/user/bench-1m.bin&username=user`, {
+              headers: { 'E2b-Sandbox-Id': s.sandboxId, ...(s.envdAccessToken ? { 'X-Access-Token': s.envdAccessToken } : {}), 'Accept-Encoding': 'identity' },
+            })
+            const body = Buffer.from(await r.arrayBuffer())
+            if (r.status !== 200 || Buffer.compare(body, data) !== 0) throw new Error(`identity download: ${r.status}, ${body.length} bytes`)
+            add('fetch GET /files 1 MiB (random), Accept-Encoding: identity', now() - a)
+          }
+        } catch (e) {
+          err('files', e)
+          errors++
         }
-      } catch (e) {
-        err('files', e)
-        if ((res.errors.files ?? []).length >= 3) { log('files: giving up after 3 errors'); break }
       }
+      if (errors >= 3) log(`files (${kind}): gave up after 3 errors`)
     }
     await s.kill()
   }
@@ -484,7 +497,7 @@ function report(out) {
   const cpus = r.cpus ?? '?'
   const rssOf = (re) => r.rss.find((x) => re.test(x.label))
   const idle = rssOf(/just started/), full = rssOf(/none running a command/)
-  const fileRT = 'SDK files.write + files.read 1 MiB'
+  const fileRT = 'SDK files.write + files.read 1 MiB (random)'
 
   P('#### Targets (issue 9)')
   P()
@@ -496,7 +509,7 @@ function report(out) {
   P(`| \`commands.run('true')\` p50 ≤ 1.5× in process (ts_be_run /bin/true, same sandbox, same run) | ${f(p(SDK_RUN, 50))} ms / ${f(p(API_TRUE, 50))} ms = ${ratio(SDK_RUN, API_TRUE)} | ${Number.isNaN(rr) ? 'n/a' : rr <= 1.5 ? 'met' : `missed: ${f(rr / 1.5)}× over the target (${f(p(SDK_RUN, 50) - 1.5 * p(API_TRUE, 50))} ms too slow)`} |`)
   P(`| (the same command both ways: the SDK runs \`/bin/bash -l -c true\`) | ${f(p(SDK_RUN, 50))} ms / ${f(p(API_BASH, 50))} ms = ${ratio(SDK_RUN, API_BASH)} | for reading the row above |`)
   P(`| (serve's HTTP layer alone: raw Connect, /bin/true) | ${f(p(RAW_TRUE, 50))} ms / ${f(p(API_TRUE, 50))} ms = ${ratio(RAW_TRUE, API_TRUE)} | for reading the row above |`)
-  P(`| 1 MiB \`files.write\` + \`files.read\` (p50) | ${S[fileRT]?.length ? `${f(p(fileRT, 50))} ms (write ${f(p('SDK files.write 1 MiB', 50))}, read ${f(p('SDK files.read 1 MiB', 50))})` : `not measured: ${(r.errors.files ?? ['no sample'])[0]}`} | no target value |`)
+  P(`| 1 MiB \`files.write\` + \`files.read\` (p50) | ${S[fileRT]?.length ? `${f(p(fileRT, 50))} ms (write ${f(p('SDK files.write 1 MiB (random)', 50))}, read ${f(p('SDK files.read 1 MiB (random)', 50))}; the same read without gzip ${f(p('fetch GET /files 1 MiB (random), Accept-Encoding: identity', 50))}); 1 MiB of zeros: ${f(p('SDK files.write + files.read 1 MiB (zeros)', 50))}` : `not measured: ${(r.errors.files ?? ['no sample'])[0]}`} | no target value |`)
   P(`| ${T.sandboxes ?? '?'} sandboxes × ${T.commands && T.sandboxes ? Math.round((T.commands + T.failed) / T.sandboxes) : '?'} commands at once | ${T.wallMs ? `**${f(T.commands / (T.wallMs / 1000), 0)} commands/s**, ${T.failed} errors, ${(r.errors['throughput create'] ?? []).length} failed creates${T.apiWallMs ? `; in process, the same load: ${f((T.commands + T.failed) / (T.apiWallMs / 1000), 0)}/s` : ''}` : 'n/a'} | no target value |`)
   P(`| serve's RSS, idle and with ${T.sandboxes ?? '?'} sandboxes | ${idle ? `${idle.VmRSS} kB` : 'n/a'} idle; ${full ? `${full.VmRSS} kB` : 'n/a'} with ${T.sandboxes ?? '?'} | no target value |`)
   P()
