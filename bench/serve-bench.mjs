@@ -75,7 +75,8 @@ const snapRss = (label) => res.rss.push({ label, ...procStatus(cfg.servePid) })
 
 // --- where serve's one thread is, sampled: /proc/PID/syscall and the state in /proc/PID/stat
 // every 2 ms from a separate python3 process (no ptrace: the thread runs at full speed).
-// Blocked in a syscall: its number; in user space or waiting for a CPU: R.
+// Blocked in a syscall: its number (x86_64's, named below); in user space or waiting for a
+// CPU: R.
 const SAMPLER = `
 import json, signal, sys, time
 pid, out = sys.argv[1], sys.argv[2]
