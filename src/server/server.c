@@ -196,8 +196,6 @@ static void fallback_not_found(void *ctx, struct ts_req *r)
 	ts_srv_reply_error(r, 404, "no route for %s %s", ts_req_method(r), ts_req_path(r));
 }
 
-static const struct ts_route no_routes[] = { { 0 } };
-
 int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 {
 	/* the modules' tables, in match order; each module adds itself here */
