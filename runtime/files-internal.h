@@ -81,6 +81,14 @@ int ts_files_rm_tree(int dfd, const char *name, const char *shown, struct ts_err
 int ts_files_fill_entry(struct ts_ctl_msg *m, const char *path, int dfd, const char *name,
 			mode_t *ret_mode);
 
+/* Add the user.e2b.* xattrs of dfd/name ("" is dfd itself), of type mode, to m as XATTR
+ * fields "key=value" (at most TS_FILE_XATTRS_MAX; binary values and unreadable files
+ * give none). 0 or -errno (m full). */
+int ts_files_fill_xattrs(struct ts_ctl_msg *m, int dfd, const char *name, mode_t mode);
+
+/* SET_XATTRS {PATH, XATTR...}: OK, or an error for the caller to send. */
+int ts_files_op_set_xattrs(struct ts_files *f, const struct ts_ctl_msg *req, struct ts_error *err);
+
 /* WATCH {PATH, DEPTH}: OK, then FILE_EVENT messages until the client closes the
  * connection (f->eof) or sends anything (answered with END). */
 int ts_files_watch(struct ts_files *f, const struct ts_ctl_msg *req, struct ts_error *err);

@@ -439,6 +439,8 @@ static int op_stat(struct ts_files *f, const struct ts_ctl_msg *req, struct ts_e
 	struct ts_fpath p;
 	struct ts_ctl_msg m = { 0 };
 	_cleanup_close_ int fd = -EBADF;
+	uint64_t flags = 0;
+	mode_t mode = 0;
 	int r;
 
 	r = ts_files_get_path(req, TS_T_PATH, in, err);
@@ -452,7 +454,10 @@ static int op_stat(struct ts_files *f, const struct ts_ctl_msg *req, struct ts_e
 		return p.name ? fd : ts_err_errno(err, fd, "stat `/`");
 	snprintf(shown, sizeof(shown), "/%s", p.rel);
 	ts_ctl_msg_init(&m, TS_CTL_FILE_ENTRY, f->id);
-	r = ts_files_fill_entry(&m, shown, fd, p.name ? p.name : "", NULL);
+	ts_ctl_get_u64(req, TS_T_FLAGS, &flags);
+	r = ts_files_fill_entry(&m, shown, fd, p.name ? p.name : "", &mode);
+	if (r == 0 && (flags & TS_FILE_F_XATTRS))
+		r = ts_files_fill_xattrs(&m, fd, p.name ? p.name : "", mode);
 	if (r == 0)
 		r = ts_files_send(f, &m);
 	ts_ctl_msg_free(&m);
@@ -577,6 +582,7 @@ struct lister {
 	struct ts_ctl_msg m;
 	size_t count;
 	unsigned depth;
+	bool xattrs; /* TS_FILE_F_XATTRS */
 	char path[PATH_MAX];
 	const char *shown;
 };
@@ -647,6 +653,8 @@ static int list_dir(struct lister *l, int fd, size_t len, unsigned level, struct
 			r = 0; /* gone since readdir */
 			continue;
 		}
+		if (r == 0 && l->xattrs)
+			r = ts_files_fill_xattrs(&l->m, dirfd(d), names[i], mode);
 		if (r == 0)
 			r = ts_files_send(l->f, &l->m);
 		if (r < 0) {
@@ -675,7 +683,7 @@ static int op_list(struct ts_files *f, const struct ts_ctl_msg *req, struct ts_e
 	char in[PATH_MAX];
 	struct ts_fpath p;
 	struct lister l = { .f = f, .depth = 1 };
-	uint64_t depth = 1;
+	uint64_t depth = 1, flags = 0;
 	int fd, r;
 
 	r = ts_files_get_path(req, TS_T_PATH, in, err);
@@ -688,6 +696,8 @@ static int op_list(struct ts_files *f, const struct ts_ctl_msg *req, struct ts_e
 		return ts_err(err, -EINVAL, "list `%s`: depth must be 1 to %d", p.shown,
 			      TS_FILES_DEPTH_MAX);
 	l.depth = depth ? (unsigned)depth : 1;
+	ts_ctl_get_u64(req, TS_T_FLAGS, &flags);
+	l.xattrs = flags & TS_FILE_F_XATTRS;
 	l.shown = p.shown;
 	fd = ts_files_open_in_root(f, p.rel, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
@@ -737,6 +747,9 @@ static void handle(struct ts_files *f, const struct ts_ctl_msg *m)
 			break;
 		case TS_FILE_WATCH:
 			r = ts_files_watch(f, m, &err);
+			break;
+		case TS_FILE_SET_XATTRS:
+			r = ts_files_op_set_xattrs(f, m, &err);
 			break;
 		case TS_FILE_USER:
 			/* init became the user before it handed us the connection */

@@ -30,10 +30,7 @@ int ts_backend_open(const char *name, struct ts_backend **ret, struct ts_error *
 	else if (!strcmp(name, "none"))
 		r = ts_backend_none_open(b, "the `none` backend was chosen", err);
 	else if (!strcmp(name, "e2b"))
-		return ts_err(err, -EOPNOTSUPP,
-			      "backend `e2b` is not available yet (it arrives with `toren-sandbox "
-			      "serve`); use `local` (TOREN_SANDBOX=local)%s",
-			      getenv("E2B_API_KEY") ? ", or unset E2B_API_KEY for `auto`" : "");
+		r = ts_backend_e2b_open(b, err);
 	else if (!strcmp(name, "docker"))
 		return ts_err(err, -EINVAL,
 			      "there is no `docker` backend: toren-sandbox runs sandboxes itself, "
@@ -111,6 +108,7 @@ enum ts_be_code ts_be_code(const struct ts_error *err)
 		return TS_BE_RATE_LIMIT;
 	case EEXIST:
 	case ENOTEMPTY:
+	case EALREADY: /* ts_sb_pause of a paused sandbox (E2B: 409) */
 		return TS_BE_ALREADY_EXISTS;
 	case ECONNREFUSED:
 	case ECONNRESET:
@@ -297,6 +295,22 @@ int ts_sb_start(struct ts_sb *sb, struct ts_error *err)
 int ts_sb_stop(struct ts_sb *sb, struct ts_error *err)
 {
 	return sb->ops->sb_stop(sb, err);
+}
+
+int ts_sb_pause(struct ts_sb *sb, struct ts_error *err)
+{
+	if (!sb->ops->sb_pause)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` cannot pause a sandbox",
+			      sb->ops->name);
+	return sb->ops->sb_pause(sb, err);
+}
+
+int ts_sb_resume(struct ts_sb *sb, struct ts_error *err)
+{
+	if (!sb->ops->sb_resume)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` cannot resume a sandbox",
+			      sb->ops->name);
+	return sb->ops->sb_resume(sb, err);
 }
 
 int ts_sb_check_user(struct ts_sb *sb, const char *user, struct ts_error *err)
@@ -496,6 +510,9 @@ void ts_be_entry_clear(struct ts_be_entry *e)
 	free(e->name);
 	free(e->path);
 	free(e->symlink_target);
+	for (size_t i = 0; e->metadata && e->metadata[i]; i++)
+		free(e->metadata[i]);
+	free(e->metadata);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -558,6 +575,15 @@ int ts_file_mkdir_mode(struct ts_sb *sb, const char *path, const char *user, uns
 int ts_file_remove(struct ts_sb *sb, const char *path, const char *user, struct ts_error *err)
 {
 	return sb->ops->file_remove(sb, path, user, err);
+}
+
+int ts_file_set_metadata(struct ts_sb *sb, const char *path, const char *user,
+			 const struct ts_kv *kv, size_t n, struct ts_error *err)
+{
+	if (!sb->ops->file_set_metadata)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` keeps no file metadata",
+			      sb->ops->name);
+	return sb->ops->file_set_metadata(sb, path, user, kv, n, err);
 }
 
 int ts_file_rename(struct ts_sb *sb, const char *from, const char *to, const char *user,

@@ -209,6 +209,17 @@ int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err);
 /* local: start a stopped sandbox / stop a running one (processes end, files stay). */
 int ts_sb_start(struct ts_sb *sb, struct ts_error *err);
 int ts_sb_stop(struct ts_sb *sb, struct ts_error *err);
+/*
+ * E2B's pause: every process of the sandbox stops where it is (pids, memory, pipes,
+ * ptys and files stay); its state is then TS_SB_PAUSED and it starts no process and
+ * serves no file operation (-EHOSTDOWN: TS_BE_UNAVAILABLE) until resumed. Resume
+ * continues them. -EALREADY (TS_BE_ALREADY_EXISTS, E2B's 409) when it is paused already
+ * (pause) or not paused (resume), -ENOTCONN when it is stopped, -EOPNOTSUPP on a backend
+ * that cannot. local: init stops every process of its pid namespace (SIGSTOP) and
+ * continues them (SIGCONT); a stop or restart ends the pause.
+ */
+int ts_sb_pause(struct ts_sb *sb, struct ts_error *err);
+int ts_sb_resume(struct ts_sb *sb, struct ts_error *err);
 /* May a process run as user here (E2B: always; local: where the id map has that user)?
  * For a stopped sandbox, decided by what its next start would give: nothing is started. */
 int ts_sb_check_user(struct ts_sb *sb, const char *user, struct ts_error *err);
@@ -331,6 +342,9 @@ struct ts_be_entry {
 	uint64_t mtime_ms;
 	uint32_t uid, gid;
 	char *symlink_target; /* NULL unless a symlink */
+	/* E2B's metadata: "key=value" of its user.e2b.<key> xattrs, NULL-terminated; NULL
+	 * when none (or on a backend that keeps none) */
+	char **metadata;
 };
 void ts_be_entry_clear(struct ts_be_entry *e);
 void ts_be_entries_free(struct ts_be_entry *v, size_t n);
@@ -351,6 +365,14 @@ int ts_file_mkdir_mode(struct ts_sb *sb, const char *path, const char *user, uns
 		       bool *created, struct ts_error *err);
 /* rm -rf; a missing path is not an error. */
 int ts_file_remove(struct ts_sb *sb, const char *path, const char *user, struct ts_error *err);
+/*
+ * Replace the metadata of a file or directory (not followed): its user.e2b.* xattrs
+ * become kv[0..n) (n 0: none). At most 64 keys, keys of 1 to 246 bytes without `=`,
+ * values of at most 4 KiB (-EINVAL / -E2BIG, nothing changed); -EOPNOTSUPP where the
+ * backend or the file system keeps no metadata.
+ */
+int ts_file_set_metadata(struct ts_sb *sb, const char *path, const char *user,
+			 const struct ts_kv *kv, size_t n, struct ts_error *err);
 /* The destination's parents are created. */
 int ts_file_rename(struct ts_sb *sb, const char *from, const char *to, const char *user,
 		   struct ts_error *err);

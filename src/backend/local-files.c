@@ -81,6 +81,22 @@ static int to_entry(const struct ts_file_info *fi, const char *abs_path, const c
 		ts_be_entry_clear(e);
 		return -ENOMEM;
 	}
+	if (fi->metadata && fi->metadata[0]) {
+		size_t n = 0;
+
+		while (fi->metadata[n])
+			n++;
+		e->metadata = calloc(n + 1, sizeof(*e->metadata));
+		for (size_t i = 0; e->metadata && i < n; i++)
+			if (!(e->metadata[i] = strdup(fi->metadata[i]))) {
+				ts_be_entry_clear(e);
+				return -ENOMEM;
+			}
+		if (!e->metadata) {
+			ts_be_entry_clear(e);
+			return -ENOMEM;
+		}
+	}
 	return 0;
 }
 
@@ -88,13 +104,15 @@ int ts_local_file_stat(struct ts_sb *sb, const char *path, const char *user,
 		       struct ts_be_entry *ret, struct ts_error *err)
 {
 	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
-	_cleanup_free_ struct ts_file_info *fi = malloc(sizeof(*fi));
+	_cleanup_free_ struct ts_file_info *fi = calloc(1, sizeof(*fi));
 	int r = fi ? ts_local_file_conn(sb, user, &c, err) : ts_err(err, -ENOMEM, "out of memory");
 
 	if (r == 0)
-		r = ts_files_stat(c->fd, path, fi, err);
+		r = ts_files_stat_ex(c->fd, path, TS_FILES_XATTRS, fi, err);
 	if (r == 0 && (r = to_entry(fi, fi->path, NULL, ret)) < 0)
 		ts_err(err, r, "out of memory");
+	if (fi)
+		ts_file_info_clear(fi);
 	return r;
 }
 
@@ -164,9 +182,9 @@ int ts_local_file_list(struct ts_sb *sb, const char *path, unsigned depth, const
 	absolute(path, user, base, sizeof(base));
 	r = ts_local_file_conn(sb, user, &c, err);
 	if (r == 0)
-		r = ts_files_list(c->fd, path,
-				  depth > TS_LOCAL_DEPTH_MAX ? TS_LOCAL_DEPTH_MAX : depth, collect,
-				  &col, err);
+		r = ts_files_list_ex(c->fd, path,
+				     depth > TS_LOCAL_DEPTH_MAX ? TS_LOCAL_DEPTH_MAX : depth,
+				     TS_FILES_XATTRS, collect, &col, err);
 	if (r < 0) {
 		ts_be_entries_free(col.v, col.n);
 		return r;
@@ -220,6 +238,35 @@ int ts_local_file_remove(struct ts_sb *sb, const char *path, const char *user, s
 		ts_err_clear(err);
 		r = 0;
 	}
+	return r;
+}
+
+int ts_local_file_set_metadata(struct ts_sb *sb, const char *path, const char *user,
+			       const struct ts_kv *kv, size_t n, struct ts_error *err)
+{
+	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
+	char *v[TS_FILE_XATTRS_MAX];
+	size_t made = 0;
+	int r = 0;
+
+	if (n > TS_FILE_XATTRS_MAX)
+		return ts_err(err, -E2BIG, "metadata of `%s`: more than %d keys", path,
+			      TS_FILE_XATTRS_MAX);
+	for (; made < n && r == 0; made++) {
+		if (!kv[made].key[0] || strchr(kv[made].key, '='))
+			r = ts_err(err, -EINVAL,
+				   "metadata of `%s`: a key cannot be empty or hold `=`", path);
+		else if (asprintf(&v[made], "%s=%s", kv[made].key, kv[made].value) < 0)
+			r = ts_err(err, -ENOMEM, "out of memory");
+		if (r < 0)
+			break;
+	}
+	if (r == 0)
+		r = ts_local_file_conn(sb, user, &c, err);
+	if (r == 0)
+		r = ts_files_set_xattrs(c->fd, path, v, n, err);
+	for (size_t i = 0; i < made; i++)
+		free(v[i]);
 	return r;
 }
 

@@ -94,6 +94,8 @@ int ts_local_file_mkdir(struct ts_sb *sb, const char *path, const char *user, un
 			bool *created, struct ts_error *err);
 int ts_local_file_remove(struct ts_sb *sb, const char *path, const char *user,
 			 struct ts_error *err);
+int ts_local_file_set_metadata(struct ts_sb *sb, const char *path, const char *user,
+			       const struct ts_kv *kv, size_t n, struct ts_error *err);
 int ts_local_file_rename(struct ts_sb *sb, const char *from, const char *to, const char *user,
 			 struct ts_error *err);
 int ts_local_xfer_start(struct ts_sb *sb, const char *path, const char *user, bool write, int mode,

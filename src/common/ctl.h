@@ -52,6 +52,9 @@ enum ts_ctl_type {
 	TS_CTL_INPUT,	    /* c->s {selector, DATA}: to its stdin pipe or pty; OK */
 	TS_CTL_CLOSE_STDIN, /* c->s {selector}: end of its input (after what is queued); OK */
 	TS_CTL_RESIZE,	    /* c->s {selector, COLS, ROWS}: its pty's window size; OK */
+	TS_CTL_PAUSE,	    /* c->s: stop every process of the sandbox (SIGSTOP); OK, or
+			     * ERROR EALREADY when paused */
+	TS_CTL_RESUME,	    /* c->s: continue them (SIGCONT); OK, ERROR EALREADY when not */
 	TS_CTL_TYPE_MAX,
 };
 
@@ -94,6 +97,8 @@ enum ts_ctl_tag {
 	TS_T_ROWS,	 /* u64 */
 	TS_T_TIMEOUT_MS, /* u64: a process's deadline from its start; 0 none */
 	TS_T_TIMED_OUT,	 /* u64 1: EXITED because its deadline passed (killed) */
+	TS_T_XATTR,	 /* string "key=value": a user.e2b.<key> xattr (E2B's metadata), repeated */
+	TS_T_PAUSED,	 /* u64 1 in HELLO: the sandbox is paused (PAUSE) */
 	TS_T_TAG_MAX,
 };
 
@@ -109,6 +114,12 @@ enum ts_ctl_tag {
  * Selectors of ATTACH, DETACH, INPUT, CLOSE_STDIN, RESIZE, SIGNAL, WAIT: {PROC} (init's
  * process id), {PID} (the sandbox's pid: the running process, else the latest record),
  * or {TAG} (the running process with that tag). Unknown: ERROR ESRCH.
+ *
+ * PAUSE / RESUME (v3, E2B's pause): init sends SIGSTOP / SIGCONT to every process of its
+ * pid namespace but itself (kill(-1) from pid 1), so pids, memory, pipes and ptys stay as
+ * they are, and init itself keeps answering (HELLO says PAUSED). While paused, SPAWN and
+ * FILE are ERROR EHOSTDOWN (unavailable): nothing new runs in a paused sandbox, file
+ * workers included.
  */
 #define TS_SPAWN_PTY (1U << 0)	  /* a pty of COLS x ROWS (default 80 x 24) */
 #define TS_SPAWN_LOG (1U << 1)	  /* output also to $ROOT/<id>/logs/<proc>.log (exec -d) */
@@ -124,19 +135,29 @@ enum ts_stream {
 
 /* TS_T_OP of FILE */
 enum ts_file_op {
-	TS_FILE_READ = 1, /* {PATH, OFFSET, LENGTH}: FILE_DATA chunks, then END */
-	TS_FILE_WRITE,	  /* {PATH, MODE}, then FILE_DATA chunks, then END: atomic replace */
-	TS_FILE_LIST,	  /* {PATH, DEPTH}: FILE_ENTRY each, then END */
-	TS_FILE_STAT,	  /* {PATH}: one FILE_ENTRY */
-	TS_FILE_MKDIR,	  /* {PATH, MODE}: mkdir -p */
-	TS_FILE_REMOVE,	  /* {PATH}: recursive, never following links */
-	TS_FILE_RENAME,	  /* {PATH, PATH2} */
-	TS_FILE_WATCH,	  /* {PATH, DEPTH}: FILE_EVENT until the client closes */
-	TS_FILE_USER,	  /* {UID}: serve this connection as uid (0 root, 1000 user); only
+	TS_FILE_READ = 1,   /* {PATH, OFFSET, LENGTH}: FILE_DATA chunks, then END */
+	TS_FILE_WRITE,	    /* {PATH, MODE}, then FILE_DATA chunks, then END: atomic replace */
+	TS_FILE_LIST,	    /* {PATH, DEPTH}: FILE_ENTRY each, then END */
+	TS_FILE_STAT,	    /* {PATH}: one FILE_ENTRY */
+	TS_FILE_MKDIR,	    /* {PATH, MODE}: mkdir -p */
+	TS_FILE_REMOVE,	    /* {PATH}: recursive, never following links */
+	TS_FILE_RENAME,	    /* {PATH, PATH2} */
+	TS_FILE_WATCH,	    /* {PATH, DEPTH}: FILE_EVENT until the client closes */
+	TS_FILE_USER,	    /* {UID}: serve this connection as uid (0 root, 1000 user); only
 			   * as a connection's first request; relative paths then start in
 			   * that user's home. OK, or ERROR EPERM where the sandbox has no
 			   * such user. Without it: init's own uid, home /home/user. */
+	TS_FILE_SET_XATTRS, /* {PATH, XATTR...}: replace every user.e2b.* xattr of PATH (a
+			     * file or directory, not followed) with these. OK. */
 };
+
+/* TS_T_FLAGS of STAT and LIST */
+#define TS_FILE_F_XATTRS (1U << 0) /* each entry also carries its user.e2b.* xattrs */
+/* Bounds of the xattrs one entry carries or one SET_XATTRS sets; past them an entry
+ * carries none of the rest and SET_XATTRS is ERROR E2BIG. */
+#define TS_FILE_XATTRS_MAX 64
+#define TS_FILE_XATTR_NAME_MAX 255 /* the whole name, "user.e2b." included (XATTR_NAME_MAX) */
+#define TS_FILE_XATTR_VALUE_MAX 4096
 
 /* A message, received or being built. */
 struct ts_ctl_msg {

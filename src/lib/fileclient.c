@@ -249,6 +249,48 @@ int ts_files_write_from(int conn, const char *path, int mode, ts_files_reader_fn
 	return r;
 }
 
+void ts_file_info_clear(struct ts_file_info *i)
+{
+	for (size_t k = 0; i->metadata && i->metadata[k]; k++)
+		free(i->metadata[k]);
+	free(i->metadata);
+	i->metadata = NULL;
+}
+
+/* The XATTR fields of an entry: "key=value" strings, checked as the worker sends them. */
+static int parse_xattrs(int conn, const struct ts_ctl_msg *m, struct ts_file_info *e,
+			struct ts_error *err)
+{
+	size_t pos = 0, n = 0;
+	const uint8_t *v;
+	uint32_t len;
+	uint16_t tag;
+	int r;
+
+	while ((r = ts_ctl_next(m, &pos, &tag, &v, &len)) > 0) {
+		const uint8_t *eq = memchr(v, '=', len);
+		char **nv;
+
+		if (tag != TS_T_XATTR)
+			continue;
+		if (n == TS_FILE_XATTRS_MAX || !eq || eq == v || memchr(v, '\0', len) ||
+		    len > TS_FILE_XATTR_NAME_MAX + 1 + TS_FILE_XATTR_VALUE_MAX) {
+			ts_file_info_clear(e);
+			return bad(conn, err, "a file entry with malformed metadata");
+		}
+		nv = reallocarray(e->metadata, n + 2, sizeof(*nv));
+		if (!nv || !(nv[n] = strndup((const char *)v, len))) {
+			if (nv)
+				e->metadata = nv, nv[n] = NULL;
+			ts_file_info_clear(e);
+			return ts_err(err, -ENOMEM, "out of memory");
+		}
+		nv[++n] = NULL;
+		e->metadata = nv;
+	}
+	return 0;
+}
+
 static int parse_entry(int conn, const struct ts_ctl_msg *m, struct ts_file_info *e,
 		       struct ts_error *err)
 {
@@ -281,11 +323,17 @@ static int parse_entry(int conn, const struct ts_ctl_msg *m, struct ts_file_info
 	e->mode = (unsigned)mode;
 	e->uid = (uint32_t)uid;
 	e->gid = (uint32_t)gid;
-	return 0;
+	return parse_xattrs(conn, m, e, err);
 }
 
 int ts_files_list(int conn, const char *path, unsigned depth, ts_files_list_fn fn, void *userdata,
 		  struct ts_error *err)
+{
+	return ts_files_list_ex(conn, path, depth, 0, fn, userdata, err);
+}
+
+int ts_files_list_ex(int conn, const char *path, unsigned depth, unsigned flags,
+		     ts_files_list_fn fn, void *userdata, struct ts_error *err)
 {
 	_cleanup_free_ struct ts_file_info *e = malloc(sizeof(*e));
 	struct ts_ctl_msg m = { 0 };
@@ -297,6 +345,8 @@ int ts_files_list(int conn, const char *path, unsigned depth, ts_files_list_fn f
 	r = req_init(&m, TS_FILE_LIST, path);
 	if (r == 0)
 		r = ts_ctl_put_u64(&m, TS_T_DEPTH, depth);
+	if (r == 0 && (flags & TS_FILES_XATTRS))
+		r = ts_ctl_put_u64(&m, TS_T_FLAGS, TS_FILE_F_XATTRS);
 	if (r == 0)
 		r = send_req(conn, &m, err);
 	else
@@ -316,15 +366,25 @@ int ts_files_list(int conn, const char *path, unsigned depth, ts_files_list_fn f
 		/* after the callback said stop, the rest is read and dropped */
 		if (r == 0 && !stop)
 			stop = fn(e, userdata, err);
+		if (r == 0)
+			ts_file_info_clear(e);
 	}
 	return r < 0 ? r : stop < 0 ? stop : 0;
 }
 
 int ts_files_stat(int conn, const char *path, struct ts_file_info *ret, struct ts_error *err)
 {
+	return ts_files_stat_ex(conn, path, 0, ret, err);
+}
+
+int ts_files_stat_ex(int conn, const char *path, unsigned flags, struct ts_file_info *ret,
+		     struct ts_error *err)
+{
 	struct ts_ctl_msg m = { 0 };
 	int r = req_init(&m, TS_FILE_STAT, path);
 
+	if (r == 0 && (flags & TS_FILES_XATTRS))
+		r = ts_ctl_put_u64(&m, TS_T_FLAGS, TS_FILE_F_XATTRS);
 	if (r == 0)
 		r = send_req(conn, &m, err);
 	else
@@ -394,6 +454,23 @@ int ts_files_rename(int conn, const char *from, const char *to, struct ts_error 
 		r = simple_op(conn, &m, err);
 	else
 		ts_err_errno(err, r, "rename `%s`", from);
+	ts_ctl_msg_free(&m);
+	return r;
+}
+
+int ts_files_set_xattrs(int conn, const char *path, char *const *kv, size_t n, struct ts_error *err)
+{
+	struct ts_ctl_msg m = { 0 };
+	int r = req_init(&m, TS_FILE_SET_XATTRS, path);
+
+	if (n > TS_FILE_XATTRS_MAX)
+		r = -E2BIG;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = ts_ctl_put_str(&m, TS_T_XATTR, kv[i]);
+	if (r == 0)
+		r = simple_op(conn, &m, err);
+	else
+		ts_err_errno(err, r, "metadata of `%s`", path);
 	ts_ctl_msg_free(&m);
 	return r;
 }

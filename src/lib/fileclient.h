@@ -39,7 +39,16 @@ struct ts_file_info {
 	uint64_t mtime_ms;     /* ms since the epoch */
 	uint32_t uid, gid;     /* as seen inside the sandbox */
 	char target[PATH_MAX]; /* a symlink's target as stored, else "" */
+	/* TS_FILES_XATTRS only: "key=value" of its user.e2b.* xattrs, NULL-terminated (NULL
+	 * when none). ts_files_stat_ex: the caller's (ts_file_info_clear); a listing's: valid
+	 * in the callback only. Without the flag always NULL. */
+	char **metadata;
 };
+
+/* Free what ts_files_stat_ex gave in i (the metadata). */
+void ts_file_info_clear(struct ts_file_info *i);
+
+#define TS_FILES_XATTRS (1U << 0) /* stat, list: also the entries' metadata */
 
 /*
  * Copy the sandbox file at path to out_fd, which out_shown names in messages (NULL: "the
@@ -76,6 +85,17 @@ int ts_files_list(int conn, const char *path, unsigned depth, ts_files_list_fn f
 
 /* lstat path in the sandbox. 0 or -errno. */
 int ts_files_stat(int conn, const char *path, struct ts_file_info *ret, struct ts_error *err);
+/* ts_files_stat and ts_files_list with TS_FILES_* flags. */
+int ts_files_stat_ex(int conn, const char *path, unsigned flags, struct ts_file_info *ret,
+		     struct ts_error *err);
+int ts_files_list_ex(int conn, const char *path, unsigned depth, unsigned flags,
+		     ts_files_list_fn fn, void *userdata, struct ts_error *err);
+
+/* Replace every user.e2b.* xattr of path (a file or directory, not followed) with the n
+ * "key=value" strings of kv (at most 64; keys of 1 to 246 bytes without `=`, values up to
+ * 4 KiB). 0 or -errno (EINVAL, E2BIG; ENOTSUP where the file system has no user xattrs). */
+int ts_files_set_xattrs(int conn, const char *path, char *const *kv, size_t n,
+			struct ts_error *err);
 
 /* mkdir -p path; mode for the last directory. 0 or -errno. */
 int ts_files_mkdir(int conn, const char *path, unsigned mode, struct ts_error *err);

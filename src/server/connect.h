@@ -27,8 +27,14 @@
 const char *ts_connect_code_name(enum ts_be_code code);
 unsigned ts_connect_http_status(const char *code_name);
 
-/* A Connect call's request: unary (body JSON) or streaming (one envelope). On failure
- * the unary/stream error reply is already sent and NULL is returned. */
+/* A Connect call's request: unary (body JSON) or streaming (one envelope), a JSON object
+ * the caller owns (json_decref). Checks as connect-go does: POST only (else 405), the
+ * content type (application/json, application/connect+json, each also with
+ * "; charset=utf-8"; else 415 with Accept-Post), Connect-Protocol-Version "1" when sent,
+ * no compression (unimplemented), a well-formed Connect-Timeout-Ms, then the envelope
+ * (resource_exhausted over TS_CONNECT_ENVELOPE_MAX; invalid_argument for a compressed
+ * flag, a short or long body, non-JSON). On failure the unary/stream error reply is
+ * already sent and NULL is returned. */
 json_t *ts_connect_request(struct ts_req *req, bool streaming);
 
 /* Unary replies. json is stolen. */
@@ -43,14 +49,16 @@ struct ts_stream *ts_connect_stream(struct ts_req *req, void (*on_close)(void *,
 				    void *userdata, struct ts_error *err);
 /* Write one message envelope (json stolen). */
 int ts_connect_send(struct ts_stream *s, json_t *json);
-/* The end-stream envelope ({} when code_name is NULL), then end the stream. */
+/* The end-stream envelope ({} when code_name is NULL; fmt may then be NULL), then end the
+ * stream. When it cannot be queued the stream is aborted instead. */
 int ts_connect_end(struct ts_stream *s, const char *code_name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* A stream that must fail before its first message: 200 + a lone end-stream envelope. */
 int ts_connect_stream_error(struct ts_req *req, const char *code_name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* The Connect-Timeout-Ms header in ms (0: none; -1 malformed). */
+/* The Connect-Timeout-Ms header in ms (0: none; -1 malformed; "0" gives 1: a deadline
+ * already due, as connect-go reads it). */
 long long ts_connect_timeout_ms(struct ts_req *req);
 
 /* ProtoJSON: a member by either casing ("exitCode" / "exit_code"). */
@@ -62,5 +70,6 @@ int ts_pj_bytes_decode(json_t *v, uint8_t **ret, size_t *n);
 json_t *ts_pj_int64(long long v);
 /* Decode an integer given as number or string. -EINVAL otherwise. */
 int ts_pj_int(json_t *v, long long *ret);
-/* RFC 3339 UTC with nanoseconds from ms since the epoch. */
+/* RFC 3339 UTC from ms since the epoch, as protojson writes a Timestamp: "Z", and no or
+ * 3 fractional digits ("2024-01-02T03:04:05.123Z"); NULL outside years 1..9999. */
 json_t *ts_pj_time(long long ms);

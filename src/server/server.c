@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "control.h"
 #include "paths.h"
 #include "server.h"
 #include "tokens.h"
@@ -199,8 +200,8 @@ static const struct ts_route no_routes[] = { { 0 } };
 int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 {
 	/* the modules' tables, in match order; each module adds itself here */
-	const struct ts_route *const control_tables[] = { ts_v1_routes, no_routes, NULL };
-	const struct ts_route *const envd_tables[] = { no_routes, NULL };
+	const struct ts_route *const control_tables[] = { ts_control_routes, ts_v1_routes, NULL };
+	const struct ts_route *const envd_tables[] = { ts_envd_process_routes, no_routes, NULL };
 	struct ts_srv srv = { .opts = o };
 	struct serve_signals sig = { .fd = -1 };
 	struct ts_paths paths;
@@ -238,6 +239,9 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 		goto out;
 	}
 	sig.watch = ts_loop_add_fd(srv.loop, sig.fd, POLLIN, on_signal, &sig);
+	r = ts_control_start(&srv, err);
+	if (r < 0)
+		goto out;
 
 	r = ts_http_listen(srv.loop, o->listen, o->listen_fd, control_tables, fallback_not_found,
 			   &srv, &srv.control, err);
@@ -270,6 +274,7 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 			 ts_http_listener_addr(srv.envd));
 	r = ts_loop_run(srv.loop, err);
 out:
+	ts_control_stop(&srv);
 	ts_http_listener_free(srv.unix_control);
 	ts_http_listener_free(srv.envd);
 	ts_http_listener_free(srv.control);

@@ -33,6 +33,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1183,6 +1184,83 @@ static void refuse_openat2(void)
 	diag("openat2 refused (ENOSYS): the worker resolves paths itself");
 }
 
+struct meta_seen {
+	char buf[256];
+};
+
+static int meta_of_entries(const struct ts_file_info *e, void *userdata, struct ts_error *err)
+{
+	struct meta_seen *m = userdata;
+	size_t len = strlen(m->buf);
+
+	for (size_t i = 0; e->metadata && e->metadata[i]; i++) {
+		snprintf(m->buf + len, sizeof(m->buf) - len, "%s%s:%s", len ? " " : "", e->path,
+			 e->metadata[i]);
+		len = strlen(m->buf);
+	}
+	return 0;
+}
+
+/* E2B's metadata: user.e2b.* xattrs, read with stat and list, replaced by SET_XATTRS. */
+static void unit_xattrs(void)
+{
+	struct ts_error err = { 0 };
+	struct ts_file_info *fi = calloc(1, sizeof(*fi));
+	char p[PATH_MAX], *kv[TS_FILE_XATTRS_MAX + 1], big[TS_FILE_XATTR_VALUE_MAX + 8];
+	struct meta_seen seen = { { 0 } };
+	char *two[] = { "a=1", "b=x y" }, *one[] = { "c=3" };
+	int r;
+
+	ok(ts_files_mkdir(T.conn, "x", 0755, &err) == 0, "a directory for the metadata cases");
+	put_ws("x/meta", "m");
+	if (setxattr(at(p, T.ws, "x/meta"), "user.probe", "1", 1, 0) < 0) {
+		skip(9, "no user xattrs on the test's file system");
+		free(fi);
+		return;
+	}
+	removexattr(p, "user.probe");
+	ok(ts_files_stat_ex(T.conn, "x/meta", TS_FILES_XATTRS, fi, &err) == 0 && !fi->metadata,
+	   "a file without user.e2b.* xattrs has no metadata");
+	ts_file_info_clear(fi);
+	setxattr(p, "user.other", "no", 2, 0);
+	ok(ts_files_set_xattrs(T.conn, "x/meta", two, 2, &err) == 0, "set two metadata keys (%s)",
+	   err.msg);
+	ok(ts_files_stat_ex(T.conn, "x/meta", TS_FILES_XATTRS, fi, &err) == 0 && fi->metadata &&
+		   fi->metadata[0] && fi->metadata[1] && !fi->metadata[2] &&
+		   ((!strcmp(fi->metadata[0], "a=1") && !strcmp(fi->metadata[1], "b=x y")) ||
+		    (!strcmp(fi->metadata[1], "a=1") && !strcmp(fi->metadata[0], "b=x y"))),
+	   "stat reads them back, the prefix stripped, other xattrs not among them");
+	ts_file_info_clear(fi);
+	ok(ts_files_stat(T.conn, "x/meta", fi, &err) == 0 && !fi->metadata,
+	   "without the flag stat carries none");
+	ok(ts_files_set_xattrs(T.conn, "x/meta", one, 1, &err) == 0 &&
+		   ts_files_list_ex(T.conn, "x", 1, TS_FILES_XATTRS, meta_of_entries, &seen,
+				    &err) == 0 &&
+		   !strcmp(seen.buf, "meta:c=3"),
+	   "a second set replaces every key; list carries them (%s)", seen.buf);
+	ok(getxattr(p, "user.other", big, sizeof(big)) == 2, "an xattr outside user.e2b. is kept");
+	for (int i = 0; i <= TS_FILE_XATTRS_MAX; i++)
+		r = asprintf(&kv[i], "k%d=v", i);
+	(void)r;
+	ok(ts_files_set_xattrs(T.conn, "x/meta", kv, TS_FILE_XATTRS_MAX + 1, &err) == -E2BIG,
+	   "65 keys: E2BIG");
+	for (int i = 0; i <= TS_FILE_XATTRS_MAX; i++)
+		free(kv[i]);
+	memset(big, 'v', sizeof(big));
+	memcpy(big, "k=", 2);
+	big[sizeof(big) - 1] = '\0';
+	kv[0] = big;
+	ok(ts_files_set_xattrs(T.conn, "x/meta", kv, 1, &err) == -E2BIG &&
+		   ts_files_stat_ex(T.conn, "x/meta", TS_FILES_XATTRS, fi, &err) == 0 &&
+		   fi->metadata && !strcmp(fi->metadata[0], "c=3"),
+	   "a value over 4 KiB: E2BIG, nothing changed");
+	ts_file_info_clear(fi);
+	ln_s("meta", "x/lmeta");
+	ok(ts_files_set_xattrs(T.conn, "x/lmeta", one, 1, &err) == -ELOOP,
+	   "metadata of a symlink: ELOOP, never followed");
+	free(fi);
+}
+
 int main(int argc, char **argv)
 {
 	bool security = argc > 1 && !strcmp(argv[1], "security");
@@ -1204,6 +1282,7 @@ int main(int argc, char **argv)
 		unit_protocol();
 		unit_atomic();
 		unit_watch();
+		unit_xattrs();
 	}
 	cleanup();
 	printf("1..%d\n", tap_n);

@@ -47,8 +47,7 @@ mkdir -p "$stage/bin" "$stage/tests" "$stage/state"
 cp "$build/toren-sandbox" "$build/toren-sandbox-helper" "$build/toren-sandbox-init" "$stage/bin/"
 cp -r "$src/policy" "$stage/policy"
 cp "$src/tests/live/"*.sh "$src/tests/live/"*.py "$stage/tests/"
-# a script from another directory (tests/server/) is staged beside them
-cp "$script" "$stage/tests/"
+cp "$script" "$stage/tests/" # a live script kept beside what it tests (tests/server)
 [ -n "$probe" ] && cp "$probe" "$stage/probe"
 chmod -R a+rX "$stage"
 case $mode in
