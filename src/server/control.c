@@ -22,6 +22,7 @@
 #include "cleanup.h"
 #include "meta.h"
 #include "metrics.h"
+#include "tokens.h"
 #include "util.h"
 
 #define CONTROL_META_MAX 64	    /* metadata pairs of a create or a list filter */
@@ -34,17 +35,31 @@
 /* --- auth ------------------------------------------------------------------------------ */
 
 /*
- * Every control-plane call carries X-API-KEY (the SDK refuses to call without one). Which
- * keys are good is the tokens' business (tokens.c, with scopes); with none configured
- * serve listens on loopback only and any key is taken. 0, or -1 with the 401 sent.
+ * Every control-plane call carries X-API-KEY (the SDK refuses to call without one). With a
+ * tokens file the key must be a token, or an E2B key mapped to one (tokens.c): reading
+ * (GET) needs sandboxes:read, anything else sandboxes:run, since a sandbox made or resumed
+ * here runs code through envd with the access token it is given. With no tokens file
+ * serve listens on loopback only and any key is taken. 0, or -1 with the 401/403 sent.
  */
 static int control_auth(struct ts_srv *srv, struct ts_req *req)
 {
 	const char *key = ts_req_header(req, "X-API-KEY");
+	bool read = !strcmp(ts_req_method(req), "GET") || !strcmp(ts_req_method(req), "HEAD");
+	struct ts_error err = { 0 };
+	int r;
 
-	(void)srv;
 	if (!key || !*key) {
 		ts_srv_reply_error(req, 401, "missing API key: send it as the `X-API-KEY` header");
+		return -1;
+	}
+	r = ts_tokens_check(srv->tokens, key,
+			    read ? TS_SCOPE_SANDBOXES_READ : TS_SCOPE_SANDBOXES_RUN, &err);
+	if (r < 0) {
+		ts_srv_reply_error(req,
+				   r == -EPERM	  ? 403
+				   : r == -EACCES ? 401
+						  : 500,
+				   "%s", err.msg);
 		return -1;
 	}
 	return 0;
