@@ -35,31 +35,33 @@
 /* --- auth ------------------------------------------------------------------------------ */
 
 /*
- * Every control-plane call carries X-API-KEY (the SDK refuses to call without one). With a
- * tokens file the key must be a token, or an E2B key mapped to one (tokens.c): reading
- * (GET) needs sandboxes:read, anything else sandboxes:run, since a sandbox made or resumed
- * here runs code through envd with the access token it is given. With no tokens file
- * serve listens on loopback only and any key is taken. 0, or -1 with the 401/403 sent.
+ * Every control-plane call carries X-API-KEY (the SDK refuses to call without one). Which
+ * keys are good is the tokens' business (tokens.c, with scopes); with none configured
+ * serve listens on loopback only and any key is taken. 0, or -1 with the 401 sent.
  */
 static int control_auth(struct ts_srv *srv, struct ts_req *req)
 {
 	const char *key = ts_req_header(req, "X-API-KEY");
-	bool read = !strcmp(ts_req_method(req), "GET") || !strcmp(ts_req_method(req), "HEAD");
+	/* reading needs sandboxes:read; everything else makes or changes sandboxes, which
+	 * is running code: sandboxes:run, never implied by another scope (tokens.h) */
+	const char *scope = strcmp(ts_req_method(req), "GET") ? TS_SCOPE_SANDBOXES_RUN
+							      : TS_SCOPE_SANDBOXES_READ;
 	struct ts_error err = { 0 };
 	int r;
 
+	if (!key || !*key)
+		key = ts_tokens_bearer(ts_req_header(req, "Authorization"));
 	if (!key || !*key) {
 		ts_srv_reply_error(req, 401, "missing API key: send it as the `X-API-KEY` header");
 		return -1;
 	}
-	r = ts_tokens_check(srv->tokens, key,
-			    read ? TS_SCOPE_SANDBOXES_READ : TS_SCOPE_SANDBOXES_RUN, &err);
+	r = ts_tokens_check(srv->tokens, key, scope, &err);
+	if (r == -EPERM) {
+		ts_srv_reply_error(req, 403, "%s", err.msg);
+		return -1;
+	}
 	if (r < 0) {
-		ts_srv_reply_error(req,
-				   r == -EPERM	  ? 403
-				   : r == -EACCES ? 401
-						  : 500,
-				   "%s", err.msg);
+		ts_srv_reply_error(req, 401, "%s", err.msg);
 		return -1;
 	}
 	return 0;
