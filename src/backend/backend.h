@@ -112,6 +112,8 @@ struct ts_sb_create_opts {
 	const char *workspace; /* local: a host directory (NULL: its own) */
 	const char *policy_file;
 	const char *user; /* local: "root" to run as root by default */
+	bool with_root;	  /* local: a root inside (E2B's templates have one) while processes
+			   * run as `user` by default: subordinate ids for an ordinary user */
 	unsigned long long memory_bytes, pids;
 	double cpus;
 	pid_t owner_pid; /* local: stopped when this process ends (0: none) */

@@ -856,7 +856,7 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	 * ones are forbidden; it refuses cgroups, so limits fall back to rlimits. */
 	p->setuid_helper = stat(p->paths.helper, &hst) == 0 && (hst.st_mode & S_ISUID) &&
 			   hst.st_uid == 0 && getuid() != 0;
-	r = ts_idmap_plan(&p->idmap, o->as_root, err);
+	r = ts_idmap_plan(&p->idmap, o->as_root || o->with_root, err);
 	if (r < 0)
 		return r;
 	if (o->as_root && !p->idmap.has_root)

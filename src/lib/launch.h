@@ -58,6 +58,7 @@ struct ts_run_opts {
 	const char *image;		/* root file system directory; NULL: the host image */
 	const struct ts_policy *policy; /* merged policy: limits, env, binds, protected */
 	bool as_root;			/* --user root */
+	bool with_root;			/* a root inside though processes run as user */
 	bool tty;			/* -t: a pty when stdin is a terminal */
 	bool keep;			/* keep the fresh workspace and upper dir */
 	bool dry_run;			/* tell hooks->dry_run the helper command line, no more */

@@ -57,6 +57,8 @@ static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_
 			    o->policy_file ? json_string(o->policy_file) : json_null());
 	json_object_set_new(spec, "env", env);
 	json_object_set_new(spec, "user", json_string(o->as_root ? "root" : "user"));
+	if (o->with_root)
+		json_object_set_new(spec, "root_ids", json_true());
 	json_object_set_new(spec, "memory", json_integer((json_int_t)o->memory_bytes));
 	json_object_set_new(spec, "pids", json_integer((json_int_t)o->pids));
 	json_object_set_new(spec, "cpus", json_real(o->cpus));
@@ -128,6 +130,12 @@ static bool spec_user_root(json_t *spec)
 	return user && !strcmp(user, "root");
 }
 
+/* Does it have a root inside (`--user root`, or asked for one: E2B's templates)? */
+static bool spec_with_root(json_t *spec)
+{
+	return spec_user_root(spec) || json_is_true(json_object_get(spec, "root_ids"));
+}
+
 /* The run options and policy a record's spec describes. */
 static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *o,
 			  struct ts_policy *pol, struct ts_paths *paths, char *image,
@@ -174,6 +182,7 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 		o->image = image;
 	}
 	o->as_root = spec_user_root(spec);
+	o->with_root = spec_with_root(spec);
 	if (json_is_false(json_object_get(spec, "own_workspace")))
 		o->workspace = rec->workspace;
 	o->policy = pol;
@@ -447,7 +456,7 @@ int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err)
 	 * same as now) and its spec, so the one of a running sandbox is the one it got:
 	 * asking never needs a start, and the answer is the same in both states. */
 	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
-	spec_root = spec && spec_user_root(spec);
+	spec_root = spec && spec_with_root(spec);
 	json_decref(spec);
 	r = ts_idmap_plan(&plan, spec_root, err);
 	if (r < 0)

@@ -527,7 +527,7 @@ static void handle_create(void *ctx, struct ts_req *req)
 	struct ts_error err = { 0 };
 	_cleanup_free_ struct ts_kv *envs = NULL, *meta = NULL;
 	_cleanup_free_ char *text = NULL;
-	struct ts_sb_create_opts o = { .timeout_absolute = true };
+	struct ts_sb_create_opts o = { .timeout_absolute = true, .with_root = true };
 	struct ts_meta_sb m = { 0 };
 	struct ts_sb_info info;
 	struct ts_srv_sb *e = NULL;
