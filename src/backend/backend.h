@@ -112,6 +112,10 @@ struct ts_sb_create_opts {
 	const char *workspace; /* local: a host directory (NULL: its own) */
 	const char *policy_file;
 	const char *user; /* local: "root" to run as root by default */
+	/* local: a password-less `sudo` inside that asks init to run a command as root (E2B's
+	 * templates give `user` one; serve asks for it for `base`). Needs a root in the
+	 * sandbox: subordinate ids for an ordinary user (else a warning, and sudo is off) */
+	bool sudo;
 	unsigned long long memory_bytes, pids;
 	double cpus;
 	pid_t owner_pid; /* local: stopped when this process ends (0: none) */
