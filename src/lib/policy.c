@@ -675,8 +675,10 @@ static int parse_sudo(struct loader *l)
 
 	if (r < 0)
 		return r;
-	if (l->ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
-	    (strcmp(s, "true") && strcmp(s, "false")))
+	if (l->ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return lerr(l, &l->ev.start_mark, -EINVAL,
+			    "quoted value for `sudo`: expected true or false, unquoted");
+	if (strcmp(s, "true") && strcmp(s, "false"))
 		return lerr(l, &l->ev.start_mark, -EINVAL,
 			    "invalid value `%s` for `sudo`: expected true or false",
 			    show(b, s, strlen(s)));
