@@ -490,8 +490,10 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 				map[n + j] = -3 - map[n + j];
 			n += (nfds_t)k;
 		}
+		/* paused: a request already queued starts nothing until RESUME */
 		sudo_lo = n;
-		n += (nfds_t)ts_sudo_pollfds(s.sudo, pfd + n, map + n);
+		if (!s.paused)
+			n += (nfds_t)ts_sudo_pollfds(s.sudo, pfd + n, map + n);
 		sudo_hi = n;
 		if (poll(pfd, n, timeout) < 0 && errno != EINTR)
 			return 125;

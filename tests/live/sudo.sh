@@ -136,6 +136,26 @@ else
 	tap_skip "hand-made requests" "no python3 in the sandbox"
 fi
 
+# pause (serve's E2B pause) stops root's commands too, and resume continues them
+info=$(ts inspect "$on")
+sock=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["control_socket"])' <<<"$info")
+init=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["init"]["pid"])' <<<"$info")
+ts exec -d "$on" -- sudo sleep 1000 >/dev/null
+root_sleep() {
+	local p
+	for p in $(pgrep -P "$init"); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = sleep ] && awk '/^State:/ { print $2 }' /proc/"$p"/status
+	done
+}
+for _ in $(seq 50); do [ -n "$(root_sleep)" ] && break; sleep 0.1; done
+tap_is "$(root_sleep)" S "the command sudo started is a child of init"
+tap_is "$(timeout 30 python3 "$here/ctl-raw.py" "$sock" pause)" "OK 0" "pause"
+sleep 0.3
+tap_is "$(root_sleep)" T "paused: the command sudo started is stopped"
+tap_is "$(timeout 30 python3 "$here/ctl-raw.py" "$sock" resume)" "OK 0" "resume"
+sleep 0.3
+tap_is "$(root_sleep)" S "resumed: it runs again"
+
 # a stop and start brings sudo back (a fresh /run)
 ts stop "$on" >/dev/null 2>&1
 tap_is "$(x sudo id -u)" 0 "after stop and start, sudo works again"
