@@ -11,8 +11,8 @@
  * acted on (sigorigin.h).
  *
  * Usage: toren-sandbox-init [--pty] [--] PROGRAM [ARG...]
- *        toren-sandbox-init --server [--protect-pattern GLOB]...   (durable sandboxes,
- *        see server.h)
+ *        toren-sandbox-init --server [--sudo] [--protect-pattern GLOB]...   (durable
+ *        sandboxes, see server.h; --sudo: sudo.h)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 	char *protect[TS_INIT_MAX_PATTERNS + 1] = { 0 };
 	char *global[TS_INIT_MAX_PATTERNS + 1] = { 0 };
 	size_t n_protect = 0, n_global = 0;
-	bool server = false;
+	bool server = false, sudo = false;
 	unsigned long long first_proc = 1;
 	sigset_t mask;
 	int i = 1;
@@ -183,6 +183,8 @@ int main(int argc, char **argv)
 			in.use_pty = true;
 		else if (!strcmp(argv[i], "--server"))
 			server = true;
+		else if (!strcmp(argv[i], "--sudo"))
+			sudo = true;
 		else if (!strcmp(argv[i], "--first-proc") && i + 1 < argc) {
 			unsigned long long n;
 
@@ -212,7 +214,8 @@ int main(int argc, char **argv)
 					     .n_protect = n_protect,
 					     .first_proc = first_proc,
 					     .global_env = global,
-					     .n_global_env = n_global };
+					     .n_global_env = n_global,
+					     .sudo = sudo };
 		struct stat st;
 
 		/* fd 3: the listening control socket, fd 4: the logs directory (helper

@@ -21,6 +21,7 @@
 #include "files.h"
 #include "ids.h"
 #include "proctab.h"
+#include "sudo.h"
 #include "syscall.h"
 #include "util.h"
 
@@ -40,6 +41,7 @@ struct ts_server {
 	const struct ts_server_cfg *cfg;
 	struct ts_ids ids;
 	struct ts_proctab *procs;
+	struct ts_sudo *sudo; /* NULL: no sudo in this sandbox */
 	int sfd;
 	struct ts_conn conns[TS_MAX_CONNS];
 	pid_t workers[TS_MAX_CONNS]; /* live file workers: each is a client at work */
@@ -111,7 +113,7 @@ static void reply_error(struct ts_server *s, int ci, uint32_t id, int code, cons
  * (a long copy or a watch is activity for as long as it lasts). */
 static size_t attached(const struct ts_server *s)
 {
-	return s->n_workers + ts_proctab_attached(s->procs);
+	return s->n_workers + ts_proctab_attached(s->procs) + ts_sudo_running(s->sudo);
 }
 
 static void send_hello(struct ts_server *s, int ci, uint32_t id)
@@ -192,6 +194,7 @@ static void handle_file(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 		}
 	}
 	ts_proctab_close_all(s->procs);
+	ts_sudo_close_all(s->sudo);
 	close(s->cfg->listen_fd);
 	close(s->cfg->logs_fd);
 	close(s->sfd);
@@ -238,7 +241,8 @@ static void reap(struct ts_server *s)
 				worker = true;
 				break;
 			}
-		if (worker || ts_proctab_reaped(s->procs, pid, status))
+		if (worker || ts_proctab_reaped(s->procs, pid, status) ||
+		    ts_sudo_reaped(s->sudo, pid, status))
 			s->last_activity = ts_now_ms(); /* idle from the end of its work */
 	}
 }
@@ -423,8 +427,8 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 	/* Large, and zero already (static): never cleared as a whole, so that the pages
 	 * of records never used stay out of an idle sandbox's memory. */
 	static struct ts_server s;
-	static struct pollfd pfd[2 + TS_MAX_CONNS + 3 * TS_PROC_MAX];
-	static int map[2 + TS_MAX_CONNS + 3 * TS_PROC_MAX];
+	static struct pollfd pfd[2 + TS_MAX_CONNS + 3 * TS_PROC_MAX + TS_SUDO_MAX + 1];
+	static int map[2 + TS_MAX_CONNS + 3 * TS_PROC_MAX + TS_SUDO_MAX + 1];
 	struct ts_proctab_ops ops = { .ctx = &s, .emit = conn_emit, .queued = conn_queued };
 	struct ts_proctab_cfg pcfg;
 	sigset_t mask;
@@ -452,9 +456,12 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 					.n_global_env = cfg->n_global_env,
 					.first_id = cfg->first_proc };
 	s.procs = ts_proctab_get(&pcfg, &ops);
+	/* without it, `sudo` finds no socket and says that sudo is off */
+	if (cfg->sudo && ts_sudo_open(&s.sudo, &s.ids, s.nofile, NULL) < 0)
+		s.sudo = NULL;
 
 	while (!s.shutting_down) {
-		nfds_t n = 0;
+		nfds_t n = 0, sudo_lo, sudo_hi;
 		int timeout = ts_proctab_tick(s.procs);
 
 		if (s.accept_paused_until && ts_now_ms() >= s.accept_paused_until)
@@ -491,12 +498,19 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 				map[n + j] = -3 - map[n + j];
 			n += (nfds_t)k;
 		}
+		/* paused: a request already queued starts nothing until RESUME */
+		sudo_lo = n;
+		if (!s.paused)
+			n += (nfds_t)ts_sudo_pollfds(s.sudo, pfd + n, map + n);
+		sudo_hi = n;
 		if (poll(pfd, n, timeout) < 0 && errno != EINTR)
 			return 125;
 		for (nfds_t k = 0; k < n; k++) {
 			if (!pfd[k].revents)
 				continue;
-			if (map[k] == -1) {
+			if (k >= sudo_lo && k < sudo_hi) {
+				ts_sudo_ready(s.sudo, map[k], pfd[k].revents);
+			} else if (map[k] == -1) {
 				struct signalfd_siginfo si;
 
 				while (read(s.sfd, &si, sizeof(si)) == sizeof(si)) {

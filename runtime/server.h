@@ -11,6 +11,7 @@
  * and hands file requests to a forked worker. It never blocks on a client: every reply
  * and every piece of output is queued per connection and written as the socket takes it.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,7 @@ struct ts_server_cfg {
 	uint64_t first_proc; /* the first process id (ids go on across starts), >= 1 */
 	char **global_env;   /* names of the sandbox-wide variables in our environment */
 	size_t n_global_env;
+	bool sudo; /* --sudo: serve sudo.h's socket (where root and user exist) */
 };
 
 /* Serve until SHUTDOWN or a terminating signal from outside. Returns the exit status. */

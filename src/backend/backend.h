@@ -114,6 +114,10 @@ struct ts_sb_create_opts {
 	const char *user; /* local: "root" to run as root by default */
 	bool with_root;	  /* local: a root inside (E2B's templates have one) while processes
 			   * run as `user` by default: subordinate ids for an ordinary user */
+	/* local: a password-less `sudo` inside that asks init to run a command as root (E2B's
+	 * templates give `user` one; serve asks for it for `base`). Needs a root in the
+	 * sandbox: subordinate ids for an ordinary user (else a warning, and sudo is off) */
+	bool sudo;
 	unsigned long long memory_bytes, pids;
 	double cpus;
 	pid_t owner_pid; /* local: stopped when this process ends (0: none) */

@@ -180,8 +180,8 @@ static int write_new(int dfd, const char *name, const char *content)
 
 /* Build a layer in a temp dir with fill(), then rename it into place atomically. A
  * concurrent builder that wins the race is fine: both results are equivalent. */
-static int build_layer(const char *root, const char *name, int (*fill)(int dfd), char *ret,
-		       size_t len, struct ts_error *err)
+static int build_layer(const char *root, const char *name, int (*fill)(int dfd, const void *ud),
+		       const void *ud, char *ret, size_t len, struct ts_error *err)
 {
 	char images[4096], tmp[4200], final[4200];
 	_cleanup_close_ int dfd = -EBADF;
@@ -203,7 +203,7 @@ static int build_layer(const char *root, const char *name, int (*fill)(int dfd),
 	dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return ts_err_errno(err, -errno, "open `%s`", tmp);
-	r = fill(dfd);
+	r = fill(dfd, ud);
 	if (r < 0) {
 		ts_rm_rf_at(AT_FDCWD, tmp);
 		return ts_err_errno(err, r, "build image layer `%s`", name);
@@ -314,7 +314,7 @@ static int write_identity(int dfd)
 
 /* The layer put on top of an image directory: identity files and every mount point, so
  * that a read-only overlay of the image needs nothing created in it. */
-static int fill_identity(int dfd)
+static int fill_identity(int dfd, const void *ud)
 {
 	for (size_t i = 0; i < ELEMENTSOF(mount_points); i++)
 		if (mkdirat(dfd, mount_points[i].name, 0755) < 0 ||
@@ -325,7 +325,7 @@ static int fill_identity(int dfd)
 
 /* The host image is one layer (the identity files included), so that a sandbox whose
  * root is read-only needs a single bind mount of it and no overlay. */
-static int fill_host(int dfd)
+static int fill_host(int dfd, const void *ud)
 {
 	_cleanup_close_ int src = -EBADF, etc = -EBADF;
 	int r;
@@ -372,7 +372,7 @@ static int add_identity(const char *root, struct ts_image *img, struct ts_error 
 	char name[64];
 
 	snprintf(name, sizeof(name), "identity-%s-%016llx", TS_IDENTITY_VERSION, hosts_hash());
-	return build_layer(root, name, fill_identity, img->lowers[img->n_lowers++],
+	return build_layer(root, name, fill_identity, NULL, img->lowers[img->n_lowers++],
 			   sizeof(img->lowers[0]), err);
 }
 
@@ -397,8 +397,8 @@ int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err)
 	h ^= hosts_hash();
 	h *= 1099511628211ULL;
 	snprintf(name, sizeof(name), "host%s-%016llx", TS_IDENTITY_VERSION, h);
-	r = build_layer(root, name, fill_host, img->lowers[img->n_lowers++], sizeof(img->lowers[0]),
-			err);
+	r = build_layer(root, name, fill_host, NULL, img->lowers[img->n_lowers++],
+			sizeof(img->lowers[0]), err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(usr_links); i++) {
@@ -429,5 +429,74 @@ int ts_image_dir(const char *root, const char *dir, struct ts_image *img, struct
 	if (r < 0)
 		return r;
 	snprintf(img->lowers[img->n_lowers++], sizeof(img->lowers[0]), "%s", dir);
+	return 0;
+}
+
+/* usr/bin/sudo: a copy of the program (never setuid: nothing in a sandbox could use it) */
+static int fill_sudo(int dfd, const void *ud)
+{
+	const char *bin = ud, *slash = strrchr(bin, '/');
+	_cleanup_free_ char *dir = strndup(bin, slash && slash > bin ? (size_t)(slash - bin) : 1);
+	_cleanup_close_ int sdir = -EBADF, bdir = -EBADF;
+	int r;
+
+	if (!dir || !slash)
+		return -EINVAL;
+	if (mkdirat(dfd, "usr", 0755) < 0 || mkdirat(dfd, "usr/bin", 0755) < 0)
+		return -errno;
+	sdir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bdir = openat(dfd, "usr/bin", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sdir < 0 || bdir < 0)
+		return -errno;
+	r = copy_file(sdir, bdir, slash + 1, 0755);
+	if (r < 0)
+		return r;
+	if (faccessat(bdir, slash + 1, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		return -EACCES; /* copy_file skips what it cannot read */
+	if (renameat(bdir, slash + 1, bdir, "sudo") < 0)
+		return -errno;
+	return 0;
+}
+
+int ts_image_add_sudo(const char *root, const char *sudo_bin, struct ts_image *img, char *usr_layer,
+		      size_t len, struct ts_error *err)
+{
+	unsigned long long h = 1469598103934665603ULL, v[7];
+	char name[64], layer[4096];
+	struct stat st;
+	int r;
+
+	if (!sudo_bin[0])
+		return ts_err(err, -ENOENT, "`toren-sandbox-sudo` not found (policy `sudo: true`)");
+	if (stat(sudo_bin, &st) < 0)
+		return ts_err_errno(err, -errno, "`%s`", sudo_bin);
+	v[0] = st.st_dev;
+	v[1] = st.st_ino;
+	v[2] = (unsigned long long)st.st_size;
+	v[3] = (unsigned long long)st.st_mtim.tv_sec;
+	v[4] = (unsigned long long)st.st_mtim.tv_nsec;
+	v[5] = (unsigned long long)st.st_ctim.tv_sec;
+	v[6] = (unsigned long long)st.st_ctim.tv_nsec;
+	for (size_t i = 0; i < ELEMENTSOF(v); i++)
+		for (int b = 0; b < 8; b++) {
+			h ^= (v[i] >> (8 * b)) & 0xff;
+			h *= 1099511628211ULL;
+		}
+	snprintf(name, sizeof(name), "sudo-%016llx", h);
+	r = build_layer(root, name, fill_sudo, sudo_bin, layer, sizeof(layer), err);
+	if (r < 0)
+		return r;
+	usr_layer[0] = '\0';
+	if (img->host) {
+		if ((size_t)snprintf(usr_layer, len, "%s/usr", layer) >= len)
+			return ts_err(err, -ENAMETOOLONG, "image path too long");
+		return 0;
+	}
+	/* a directory image: the layer goes on top of its lower layers */
+	if (img->n_lowers >= TS_IMAGE_MAX_LOWERS)
+		return ts_err(err, -E2BIG, "too many image layers");
+	memmove(img->lowers[1], img->lowers[0], img->n_lowers * sizeof(img->lowers[0]));
+	snprintf(img->lowers[0], sizeof(img->lowers[0]), "%s", layer);
+	img->n_lowers++;
 	return 0;
 }

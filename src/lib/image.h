@@ -36,5 +36,14 @@ struct ts_image {
 /* Prepare the host image under root (cached). 0 or -errno. */
 int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err);
 
+/*
+ * Add the sandbox's sudo (the program at sudo_bin) to img as usr/bin/sudo, from a cached
+ * layer `images/sudo-<stamp>/` (the stamp: the program's device, inode, size and times):
+ * for the host image as *usr_layer, an overlay lower layer to put over the host's /usr;
+ * for a directory image as its top lower layer (usr_layer is then ""). 0 or -errno.
+ */
+int ts_image_add_sudo(const char *root, const char *sudo_bin, struct ts_image *img, char *usr_layer,
+		      size_t len, struct ts_error *err);
+
 /* Use the root file system in dir (an absolute path to a directory) as the image. */
 int ts_image_dir(const char *root, const char *dir, struct ts_image *img, struct ts_error *err);

@@ -86,6 +86,8 @@ struct ts_prepared {
 	long long ws_owner_uid;	       /* >= 0: bind the workspace id-mapped, its owner */
 	long long ws_owner_gid;	       /* appearing as the sandbox's user */
 	unsigned seccomp_flags;	       /* TS_SECCOMP_* */
+	bool sudo;		       /* durable, with a root: init serves sudo (policy sudo) */
+	char sudo_usr[4096];	       /* host image + sudo: the layer put over /usr */
 };
 
 static void prepared_free(struct ts_prepared *p)
@@ -448,10 +450,21 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		}
 		r |= ts_strv_push(a, "/");
 	}
-	if (p->image.host) {
+	if (p->image.host && p->sudo_usr[0]) {
+		/* /usr/bin/sudo over the host's /usr: a read-only overlay, so that nothing of
+		 * the host's /usr changes and no mount point is needed in it */
+		r |= ts_strv_push(a, "--overlay-src");
+		r |= ts_strv_push(a, p->sudo_usr);
+		r |= ts_strv_push(a, "--overlay-src");
+		r |= ts_strv_push(a, "/usr");
+		r |= ts_strv_push(a, "--ro-overlay");
+		r |= ts_strv_push(a, "/usr");
+	} else if (p->image.host) {
 		r |= ts_strv_push(a, "--ro-bind");
 		r |= ts_strv_push(a, "/usr");
 		r |= ts_strv_push(a, "/usr");
+	}
+	if (p->image.host) {
 		for (size_t i = 0; i < p->image.n_host_dirs; i++) {
 			r |= ts_strv_push(a, "--ro-bind");
 			r |= ts_strv_pushf(a, "/%s", p->image.host_dirs[i]);
@@ -565,6 +578,8 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		r |= ts_strv_push(a, "--");
 		r |= ts_strv_push(a, p->paths.init);
 		r |= ts_strv_push(a, "--server");
+		if (p->sudo)
+			r |= ts_strv_push(a, "--sudo");
 		r |= ts_strv_push(a, "--first-proc");
 		r |= ts_strv_pushf(a, "%llu", p->first_proc);
 		for (size_t i = 0; i < pol->n_protected; i++) {
@@ -856,9 +871,24 @@ static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts
 	 * ones are forbidden; it refuses cgroups, so limits fall back to rlimits. */
 	p->setuid_helper = stat(p->paths.helper, &hst) == 0 && (hst.st_mode & S_ISUID) &&
 			   hst.st_uid == 0 && getuid() != 0;
-	r = ts_idmap_plan(&p->idmap, o->as_root || o->with_root, err);
+	/* sudo needs a root to become: the subordinate ids, as for --user root */
+	r = ts_idmap_plan(&p->idmap,
+			  o->as_root || o->with_root || (o->durable_id && o->policy->sudo), err);
 	if (r < 0)
 		return r;
+	if (o->policy->sudo && !o->durable_id)
+		r = note(p, false,
+			 "policy `sudo: true` applies to durable sandboxes (`create`) only");
+	else if (o->policy->sudo && !p->idmap.has_root)
+		r = note(p, false,
+			 "sudo is off: this sandbox has no root (mapping mode `%s`); it needs "
+			 "subordinate ids in /etc/subuid and /etc/subgid, see `toren-sandbox "
+			 "doctor`",
+			 p->idmap.mode);
+	else
+		p->sudo = o->policy->sudo;
+	if (r < 0)
+		return ts_err(err, r, "out of memory");
 	if (o->as_root && !p->idmap.has_root)
 		return ts_err(
 			err, -EPERM,
@@ -964,6 +994,9 @@ dirs_done:
 		r = ts_image_dir(p->paths.root, o->image, &p->image, err);
 	else
 		r = ts_image_host(p->paths.root, &p->image, err);
+	if (r == 0 && p->sudo)
+		r = ts_image_add_sudo(p->paths.root, p->paths.sudo, &p->image, p->sudo_usr,
+				      sizeof(p->sudo_usr), err);
 	if (r < 0)
 		return r;
 

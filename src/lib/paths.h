@@ -12,6 +12,7 @@ struct ts_paths {
 	char root[2048];       /* $TOREN_SANDBOX_ROOT or ~/.toren/sandboxes */
 	char helper[4096];     /* toren-sandbox-helper */
 	char init[4096];       /* toren-sandbox-init */
+	char sudo[4096];       /* toren-sandbox-sudo, the sandbox's sudo; "" when absent */
 	char policy_dir[4096]; /* default policy files (seccomp/default.json, default.yaml) */
 };
 

@@ -37,6 +37,7 @@ enum {
 	SET_FSIZE = 1 << 5,
 	SET_INOTIFY_INSTANCES = 1 << 6,
 	SET_INOTIFY_WATCHES = 1 << 7,
+	SET_SUDO = 1 << 8,
 };
 
 struct loader {
@@ -662,8 +663,29 @@ static int parse_seccomp(struct loader *l)
 }
 
 static const char *const top_keys[] = {
-	"version", "limits", "env", "ro_binds", "protected", "seccomp",
+	"version", "limits", "env", "ro_binds", "protected", "seccomp", "sudo",
 };
+
+/* `sudo`: a plain `true` or `false`, nothing YAML 1.1 would also read as one (yes, on) */
+static int parse_sudo(struct loader *l)
+{
+	char b[SHOW_MAX + 4];
+	const char *s = NULL;
+	int r = scalar(l, "sudo", &s);
+
+	if (r < 0)
+		return r;
+	if (l->ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return lerr(l, &l->ev.start_mark, -EINVAL,
+			    "quoted value for `sudo`: expected true or false, unquoted");
+	if (strcmp(s, "true") && strcmp(s, "false"))
+		return lerr(l, &l->ev.start_mark, -EINVAL,
+			    "invalid value `%s` for `sudo`: expected true or false",
+			    show(b, s, strlen(s)));
+	l->p->sudo = !strcmp(s, "true");
+	l->set |= SET_SUDO;
+	return 0;
+}
 
 static int parse_top(struct loader *l)
 {
@@ -705,6 +727,9 @@ static int parse_top(struct loader *l)
 			break;
 		case 4:
 			r = each_entry(l, "protected", protected_item);
+			break;
+		case 6:
+			r = parse_sudo(l);
 			break;
 		default:
 			r = parse_seccomp(l);
@@ -857,6 +882,8 @@ static int merge(struct ts_policy *p, struct ts_policy *t, unsigned set)
 		p->fsize = t->fsize;
 	if (set & SET_INOTIFY_INSTANCES)
 		p->inotify_instances = t->inotify_instances;
+	if (set & SET_SUDO)
+		p->sudo = t->sudo;
 	if (set & SET_INOTIFY_WATCHES)
 		p->inotify_watches = t->inotify_watches;
 	if (t->seccomp_profile) {

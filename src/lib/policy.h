@@ -55,6 +55,7 @@ struct ts_policy {
 	char **protected_patterns;
 	size_t n_protected;
 	char *seccomp_profile; /* absolute path or NULL for the default */
+	bool sudo; /* a sudo that asks init (durable sandboxes with a root; default off) */
 };
 
 /*

@@ -59,6 +59,8 @@ static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_
 	json_object_set_new(spec, "user", json_string(o->as_root ? "root" : "user"));
 	if (o->with_root)
 		json_object_set_new(spec, "root_ids", json_true());
+	if (o->sudo)
+		json_object_set_new(spec, "sudo", json_true());
 	json_object_set_new(spec, "memory", json_integer((json_int_t)o->memory_bytes));
 	json_object_set_new(spec, "pids", json_integer((json_int_t)o->pids));
 	json_object_set_new(spec, "cpus", json_real(o->cpus));
@@ -183,6 +185,9 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 	}
 	o->as_root = spec_user_root(spec);
 	o->with_root = spec_with_root(spec);
+	/* asked for at create (the backend's `sudo`): over whatever the policy files say */
+	if (json_is_true(json_object_get(spec, "sudo")))
+		pol->sudo = true;
 	if (json_is_false(json_object_get(spec, "own_workspace")))
 		o->workspace = rec->workspace;
 	o->policy = pol;
@@ -456,7 +461,9 @@ int ts_sandbox_check_root(struct ts_sandbox_rec *rec, struct ts_error *err)
 	 * same as now) and its spec, so the one of a running sandbox is the one it got:
 	 * asking never needs a start, and the answer is the same in both states. */
 	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
-	spec_root = spec && spec_with_root(spec);
+	/* a sudo sandbox gets a root too (launch.c); one asked for by a policy file is not
+	 * seen here */
+	spec_root = spec && (spec_with_root(spec) || json_is_true(json_object_get(spec, "sudo")));
 	json_decref(spec);
 	r = ts_idmap_plan(&plan, spec_root, err);
 	if (r < 0)

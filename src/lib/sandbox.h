@@ -30,6 +30,7 @@ struct ts_create_opts {
 	pid_t owner_pid;		       /* 0: none */
 	bool as_root;			       /* processes as root by default */
 	bool with_root;			       /* a root inside even when they run as user */
+	bool sudo;			       /* sudo inside (as policy `sudo: true`) */
 	unsigned long long memory_bytes, pids; /* 0: policy's */
 	double cpus;
 	const struct ts_run_hooks *hooks; /* told the start's warnings (may be NULL) */

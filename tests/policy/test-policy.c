@@ -52,6 +52,8 @@ static const struct bad bad_cases[] = {
 	{ "bad-memory-huge.yaml", -EINVAL, 2, "too large; expected" },
 	{ "bad-two-docs.yaml", -EINVAL, 2, "one yaml document" },
 	{ "bad-top-sequence.yaml", -EINVAL, 1, "mapping at the top level" },
+	{ "bad-sudo-yes.yaml", -EINVAL, 2, "`sudo`: expected true or false" },
+	{ "bad-sudo-quoted.yaml", -EINVAL, 2, "quoted value for `sudo`" },
 };
 
 static char *fixture(const char *name)
@@ -124,6 +126,7 @@ static void test_full(void)
 	/* fixtures is absolute (meson passes source paths), so the expectation is too. */
 	ok(p.seccomp_profile && !strcmp(p.seccomp_profile, want),
 	   "seccomp resolves beside the policy: %s", p.seccomp_profile);
+	ok(p.sudo, "sudo: true");
 	ts_policy_free(&p);
 	free(want);
 }
@@ -306,7 +309,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fixtures = argv[1];
-	plan((int)n_bad + 11 + 1 + 3 + 8 + 3 + 4 + 6 + 1 + 1);
+	plan((int)n_bad + 12 + 1 + 3 + 8 + 3 + 4 + 6 + 1 + 1);
 	for (size_t i = 0; i < n_bad; i++)
 		test_bad(&bad_cases[i]);
 	test_full();
