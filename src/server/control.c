@@ -527,7 +527,9 @@ static void handle_create(void *ctx, struct ts_req *req)
 	struct ts_error err = { 0 };
 	_cleanup_free_ struct ts_kv *envs = NULL, *meta = NULL;
 	_cleanup_free_ char *text = NULL;
-	struct ts_sb_create_opts o = { .timeout_absolute = true, .with_root = true };
+	/* E2B's `base` (the only template here) has a root and a password-less sudo for
+	 * `user` (SECURITY.md, "Sudo"); its timeout counts from creation */
+	struct ts_sb_create_opts o = { .timeout_absolute = true, .with_root = true, .sudo = true };
 	struct ts_meta_sb m = { 0 };
 	struct ts_sb_info info;
 	struct ts_srv_sb *e = NULL;

@@ -494,7 +494,11 @@ struct upload {
 	char cur[PATH_MAX];	/* its path for the backend */
 	char cur_abs[PATH_MAX]; /* and as the sandbox sees it */
 	bool skipping;		/* a part not named `file` */
-	char **seen;		/* absolute paths of this request */
+	bool in_part;		/* a part has begun ... */
+	uint64_t part_bytes;	/* ... and brought this much so far */
+	char part_key[64];	/* its field name and filename, to tell a new part */
+	char part_file[PATH_MAX];
+	char **seen; /* absolute paths of this request */
 	size_t n_seen;
 	struct ts_kv meta[FILES_META_MAX];
 	size_t n_meta;
@@ -669,8 +673,15 @@ static enum MHD_Result up_part(void *cls, enum MHD_ValueKind kind, const char *k
 
 	if (u->status)
 		return MHD_NO;
-	/* offset 0 is a new part (an empty one comes once, with size 0) */
-	if (off == 0) {
+	/* offset 0 is a new part, unless it is the part just begun calling again before
+	 * any byte: MHD may call first with no data, then with the first bytes */
+	if (off == 0 &&
+	    !(u->in_part && u->part_bytes == 0 && !strcmp(u->part_key, key ? key : "") &&
+	      !strcmp(u->part_file, filename ? filename : ""))) {
+		u->in_part = true;
+		u->part_bytes = 0;
+		snprintf(u->part_key, sizeof(u->part_key), "%s", key ? key : "");
+		snprintf(u->part_file, sizeof(u->part_file), "%s", filename ? filename : "");
 		if (u->x && up_end(u) < 0)
 			return MHD_NO;
 		/* envd: only parts named `file`; with a `path` query their filenames do not
@@ -685,6 +696,7 @@ static enum MHD_Result up_part(void *cls, enum MHD_ValueKind kind, const char *k
 		if (up_start(u, u->qpath ? u->qpath : filename) < 0)
 			return MHD_NO;
 	}
+	u->part_bytes += size;
 	if (u->skipping || !size)
 		return MHD_YES;
 	return up_feed(u, (const uint8_t *)data, size) < 0 ? MHD_NO : MHD_YES;

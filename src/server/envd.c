@@ -44,6 +44,13 @@ static int reply_unauthorized(struct ts_req *req, const char *msg)
 	return -EACCES;
 }
 
+/* envd's /files 401: {"code":401,"message":...}, compared exactly by clients. */
+static int reply_files_unauthorized(struct ts_req *req, const char *msg)
+{
+	ts_req_reply_json(req, 401, json_pack("{s:i, s:s}", "code", 401, "message", msg));
+	return -EACCES;
+}
+
 int ts_envd_signature(const char *path, const char *op, const char *user, const char *token,
 		      long long expiry, char *buf, size_t size)
 {
@@ -127,8 +134,15 @@ int ts_envd_target(struct ts_srv *srv, struct ts_req *req, enum ts_envd_auth aut
 	struct ts_srv_sb *e;
 
 	memset(ret, 0, sizeof(*ret));
-	if (!id && auth == TS_ENVD_SIGNATURE)
+	if (!id && auth == TS_ENVD_SIGNATURE) {
 		id = route_by_signature(srv, req, routed, sizeof(routed));
+		/* what envd itself answers a URL whose signature is wrong or missing */
+		if (!id)
+			return reply_files_unauthorized(
+				req, ts_req_query(req, "signature")
+					     ? "invalid signature"
+					     : "missing signature query parameter");
+	}
 	if (!id)
 		return reply_gone(req, "");
 	if (ts_srv_sandbox(srv, id, &e, &err) < 0 || !ts_srv_serving(srv, e))
