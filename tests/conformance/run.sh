@@ -51,7 +51,8 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$stage/bin" "$stage/state"
-cp "$build/toren-sandbox" "$build/toren-sandbox-helper" "$build/toren-sandbox-init" "$runner" \
+cp "$build/toren-sandbox" "$build/toren-sandbox-helper" "$build/toren-sandbox-init" \
+	"$build/toren-sandbox-sudo" "$runner" \
 	"$stage/bin/"
 cp -r "$src/policy" "$stage/policy"
 chmod -R a+rX "$stage"

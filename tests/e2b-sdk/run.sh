@@ -59,7 +59,8 @@ as_mode() {
 	esac
 }
 mkdir -p "$stage/bin" "$stage/state" "$stage/sdk" "$stage/run"
-cp "$build/toren-sandbox" "$build/toren-sandbox-helper" "$build/toren-sandbox-init" "$stage/bin/"
+cp "$build/toren-sandbox" "$build/toren-sandbox-helper" "$build/toren-sandbox-init" \
+	"$build/toren-sandbox-sudo" "$stage/bin/"
 cp -r "$src/policy" "$stage/policy"
 cp "$nodebin" "$stage/bin/node"
 nodebin=$stage/bin/node
