@@ -46,6 +46,7 @@ struct ts_server {
 	size_t n_workers;
 	unsigned long long last_activity; /* CLOCK_MONOTONIC ms */
 	bool shutting_down;
+	bool paused; /* PAUSE: every other process of the sandbox is stopped */
 	/* CLOCK_MONOTONIC ms until which the listening socket is left alone (0: listen).
 	 * accept() failing for want of fds or memory leaves the connection queued, so the
 	 * socket stays readable: polling it at once again would spin. */
@@ -122,7 +123,8 @@ static void send_hello(struct ts_server *s, int ci, uint32_t id)
 	    ts_ctl_put_u64(&m, TS_T_PID, (uint64_t)getpid()) == 0 &&
 	    ts_ctl_put_u64(&m, TS_T_IDLE_MS, attached(s) ? 0 : ts_now_ms() - s->last_activity) ==
 		    0 &&
-	    ts_ctl_put_u64(&m, TS_T_ATTACHED, attached(s)) == 0)
+	    ts_ctl_put_u64(&m, TS_T_ATTACHED, attached(s)) == 0 &&
+	    ts_ctl_put_u64(&m, TS_T_PAUSED, s->paused) == 0)
 		conn_emit(s, ci, &m);
 	ts_ctl_msg_free(&m);
 }
@@ -247,6 +249,9 @@ static void shutdown_all(struct ts_server *s)
 
 	s->shutting_down = true;
 	kill(-1, SIGTERM);
+	/* a stopped process acts on SIGTERM only once continued */
+	if (s->paused)
+		kill(-1, SIGCONT);
 	deadline = ts_now_ms() + TS_SHUTDOWN_GRACE_MS;
 	while (ts_now_ms() < deadline) {
 		int status;
@@ -265,6 +270,37 @@ static void shutdown_all(struct ts_server *s)
 	for (int i = 0; i < TS_MAX_CONNS; i++)
 		if (s->conns[i].fd >= 0)
 			ts_ctl_outq_flush(&s->conns[i].q, s->conns[i].fd);
+}
+
+/*
+ * PAUSE and RESUME. kill(-1) from pid 1 reaches every process of our pid namespace but
+ * init itself (kill(2)), and init holds the capabilities of the sandbox's user namespace,
+ * so whatever uid a process runs as it is stopped; init keeps serving. The stopped ones
+ * cannot continue each other (a stopped process runs nothing), and nothing new starts
+ * while paused (handle), so the whole sandbox stays still until RESUME.
+ */
+static void pause_resume(struct ts_server *s, int ci, struct ts_ctl_msg *req, bool pause)
+{
+	struct ts_ctl_msg m = { 0 };
+
+	if (s->paused == pause) {
+		reply_error(s, ci, req->id, EALREADY,
+			    pause ? "the sandbox is paused already" : "the sandbox is not paused");
+		return;
+	}
+	/* ESRCH: there is no other process, which is fine */
+	if (kill(-1, pause ? SIGSTOP : SIGCONT) < 0 && errno != ESRCH) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "%s the sandbox's processes: %s",
+			 pause ? "stop" : "continue", strerror(errno));
+		reply_error(s, ci, req->id, errno, msg);
+		return;
+	}
+	s->paused = pause;
+	ts_ctl_msg_init(&m, TS_CTL_OK, req->id);
+	conn_emit(s, ci, &m);
+	ts_ctl_msg_free(&m);
 }
 
 static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
@@ -287,7 +323,20 @@ static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 		break;
 	}
 	case TS_CTL_SPAWN:
-		ts_proctab_spawn(s->procs, ci, req);
+	case TS_CTL_FILE:
+		/* a process started now would run in a sandbox meant to be still */
+		if (s->paused) {
+			reply_error(s, ci, req->id, EHOSTDOWN, "the sandbox is paused");
+			break;
+		}
+		if (req->type == TS_CTL_SPAWN)
+			ts_proctab_spawn(s->procs, ci, req);
+		else
+			handle_file(s, ci, req);
+		break;
+	case TS_CTL_PAUSE:
+	case TS_CTL_RESUME:
+		pause_resume(s, ci, req, req->type == TS_CTL_PAUSE);
 		break;
 	case TS_CTL_ATTACH:
 	case TS_CTL_DETACH:
@@ -298,9 +347,6 @@ static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 	case TS_CTL_SIGNAL:
 	case TS_CTL_PS:
 		ts_proctab_request(s->procs, ci, req);
-		break;
-	case TS_CTL_FILE:
-		handle_file(s, ci, req);
 		break;
 	case TS_CTL_SHUTDOWN: {
 		struct ts_ctl_msg m = { 0 };

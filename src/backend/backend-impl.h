@@ -27,6 +27,8 @@ struct ts_backend_ops {
 	int (*sb_set_timeout)(struct ts_sb *sb, long long ms, struct ts_error *err);
 	int (*sb_start)(struct ts_sb *sb, struct ts_error *err);
 	int (*sb_stop)(struct ts_sb *sb, struct ts_error *err);
+	int (*sb_pause)(struct ts_sb *sb, struct ts_error *err);
+	int (*sb_resume)(struct ts_sb *sb, struct ts_error *err);
 	void (*sb_close)(struct ts_sb *sb);
 	int (*sb_check_user)(struct ts_sb *sb, const char *user, struct ts_error *err);
 	int (*cmd_log_read)(struct ts_sb *sb, uint64_t proc, uint64_t offset, void *buf, size_t len,
@@ -118,4 +120,8 @@ struct ts_watch {
 
 /* The backends. */
 int ts_backend_local_open(struct ts_backend *b, struct ts_error *err);
+/* E2B's cloud (or anything speaking its API: `toren-sandbox serve`), configured from
+ * E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_SANDBOX_URL and E2B_DEBUG as the SDK reads them;
+ * -EKEYREJECTED without a key. */
+int ts_backend_e2b_open(struct ts_backend *b, struct ts_error *err);
 int ts_backend_none_open(struct ts_backend *b, const char *why, struct ts_error *err);

@@ -30,10 +30,7 @@ int ts_backend_open(const char *name, struct ts_backend **ret, struct ts_error *
 	else if (!strcmp(name, "none"))
 		r = ts_backend_none_open(b, "the `none` backend was chosen", err);
 	else if (!strcmp(name, "e2b"))
-		return ts_err(err, -EOPNOTSUPP,
-			      "backend `e2b` is not available yet (it arrives with `toren-sandbox "
-			      "serve`); use `local` (TOREN_SANDBOX=local)%s",
-			      getenv("E2B_API_KEY") ? ", or unset E2B_API_KEY for `auto`" : "");
+		r = ts_backend_e2b_open(b, err);
 	else if (!strcmp(name, "docker"))
 		return ts_err(err, -EINVAL,
 			      "there is no `docker` backend: toren-sandbox runs sandboxes itself, "
@@ -111,6 +108,7 @@ enum ts_be_code ts_be_code(const struct ts_error *err)
 		return TS_BE_RATE_LIMIT;
 	case EEXIST:
 	case ENOTEMPTY:
+	case EALREADY: /* ts_sb_pause of a paused sandbox (E2B: 409) */
 		return TS_BE_ALREADY_EXISTS;
 	case ECONNREFUSED:
 	case ECONNRESET:
@@ -297,6 +295,22 @@ int ts_sb_start(struct ts_sb *sb, struct ts_error *err)
 int ts_sb_stop(struct ts_sb *sb, struct ts_error *err)
 {
 	return sb->ops->sb_stop(sb, err);
+}
+
+int ts_sb_pause(struct ts_sb *sb, struct ts_error *err)
+{
+	if (!sb->ops->sb_pause)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` cannot pause a sandbox",
+			      sb->ops->name);
+	return sb->ops->sb_pause(sb, err);
+}
+
+int ts_sb_resume(struct ts_sb *sb, struct ts_error *err)
+{
+	if (!sb->ops->sb_resume)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` cannot resume a sandbox",
+			      sb->ops->name);
+	return sb->ops->sb_resume(sb, err);
 }
 
 int ts_sb_check_user(struct ts_sb *sb, const char *user, struct ts_error *err)

@@ -209,6 +209,17 @@ int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err);
 /* local: start a stopped sandbox / stop a running one (processes end, files stay). */
 int ts_sb_start(struct ts_sb *sb, struct ts_error *err);
 int ts_sb_stop(struct ts_sb *sb, struct ts_error *err);
+/*
+ * E2B's pause: every process of the sandbox stops where it is (pids, memory, pipes,
+ * ptys and files stay); its state is then TS_SB_PAUSED and it starts no process and
+ * serves no file operation (-EHOSTDOWN: TS_BE_UNAVAILABLE) until resumed. Resume
+ * continues them. -EALREADY (TS_BE_ALREADY_EXISTS, E2B's 409) when it is paused already
+ * (pause) or not paused (resume), -ENOTCONN when it is stopped, -EOPNOTSUPP on a backend
+ * that cannot. local: init stops every process of its pid namespace (SIGSTOP) and
+ * continues them (SIGCONT); a stop or restart ends the pause.
+ */
+int ts_sb_pause(struct ts_sb *sb, struct ts_error *err);
+int ts_sb_resume(struct ts_sb *sb, struct ts_error *err);
 /* May a process run as user here (E2B: always; local: where the id map has that user)?
  * For a stopped sandbox, decided by what its next start would give: nothing is started. */
 int ts_sb_check_user(struct ts_sb *sb, const char *user, struct ts_error *err);

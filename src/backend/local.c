@@ -323,7 +323,9 @@ static int local_remove(struct ts_sb *sb, unsigned flags, ts_be_warn_fn warn, vo
 	return r;
 }
 
-static void info_from_rec(struct ts_sandbox_rec *rec, bool query, struct ts_sb_info *i)
+/* known: the probe already made (NULL: probe now, asking init when query is set) */
+static void info_from_rec(struct ts_sandbox_rec *rec, bool query, const struct ts_sb_live *known,
+			  struct ts_sb_info *i)
 {
 	json_t *labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL), *spec, *j;
 	long long now = ts_realtime_ms();
@@ -338,8 +340,11 @@ static void info_from_rec(struct ts_sandbox_rec *rec, bool query, struct ts_sb_i
 	snprintf(i->template_id, sizeof(i->template_id), "%s",
 		 json_string_value(json_object_get(spec, "image")) ?: "base");
 	json_decref(spec);
-	ts_sb_probe(rec, query, &live);
-	i->state = live.running ? TS_SB_RUNNING : TS_SB_STOPPED;
+	if (known)
+		live = *known;
+	else
+		ts_sb_probe(rec, query, &live);
+	i->state = !live.running ? TS_SB_STOPPED : live.paused ? TS_SB_PAUSED : TS_SB_RUNNING;
 	i->created_ms = rec->created_ms;
 	i->started_ms = rec->started_ms;
 	i->last_activity_ms = rec->last_activity_ms;
@@ -415,7 +420,8 @@ static int local_list(struct ts_backend *b, const struct ts_sb_list_opts *o,
 	}
 	for (size_t i = 0; i < total; i++) {
 		struct ts_sandbox_rec *rec = &recs[i];
-		bool running;
+		struct ts_sb_live live;
+		enum ts_sb_state state;
 
 		if (after_ms >= 0 &&
 		    (rec->created_ms > after_ms ||
@@ -423,8 +429,12 @@ static int local_list(struct ts_backend *b, const struct ts_sb_list_opts *o,
 			continue; /* on an earlier page */
 		if (!labels_match(rec->labels, o->metadata, o->n_metadata))
 			continue;
-		running = ts_sandbox_running(rec);
-		if (!any_state && !(running ? o->running : o->stopped))
+		/* running and paused differ only in what init says: ask it when that matters */
+		ts_sb_probe(rec, o->live || (!any_state && (o->running || o->paused)), &live);
+		state = !live.running ? TS_SB_STOPPED : live.paused ? TS_SB_PAUSED : TS_SB_RUNNING;
+		if (!any_state && !(state == TS_SB_RUNNING  ? o->running
+				    : state == TS_SB_PAUSED ? o->paused
+							    : o->stopped))
 			continue;
 		if (o->limit && count == o->limit) {
 			/* more after this page: the token is where it ends */
@@ -433,7 +443,7 @@ static int local_list(struct ts_backend *b, const struct ts_sb_list_opts *o,
 				*next_token = NULL;
 			break;
 		}
-		info_from_rec(rec, o->live, &out[count++]);
+		info_from_rec(rec, o->live, &live, &out[count++]);
 	}
 	ts_sandbox_recs_free(recs, total);
 	*ret = out;
@@ -445,7 +455,7 @@ static int local_info(struct ts_sb *sb, struct ts_sb_info *ret, struct ts_error 
 {
 	struct local_sb *s = sb->impl;
 
-	info_from_rec(&s->rec, true, ret);
+	info_from_rec(&s->rec, true, NULL, ret);
 	return 0;
 }
 
@@ -480,6 +490,33 @@ static int local_stop(struct ts_sb *sb, struct ts_error *err)
 
 	ts_local_forget(s->l, s->rec.id);
 	return r < 0 ? r : ts_sandbox_stop(st, &s->rec, TS_LOCAL_STOP_GRACE_MS, err);
+}
+
+static int local_pause_resume(struct ts_sb *sb, bool pause, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
+	int r = ts_local_connect(sb, &c, err);
+
+	if (r < 0)
+		return r;
+	ts_ctl_msg_init(&m, pause ? TS_CTL_PAUSE : TS_CTL_RESUME, 0);
+	r = ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+	if (r < 0)
+		return ts_err_prefix(err, r, "%s sandbox `%s`", pause ? "pause" : "resume",
+				     s->rec.id);
+	return 0;
+}
+
+static int local_pause(struct ts_sb *sb, struct ts_error *err)
+{
+	return local_pause_resume(sb, true, err);
+}
+
+static int local_resume(struct ts_sb *sb, struct ts_error *err)
+{
+	return local_pause_resume(sb, false, err);
 }
 
 static int local_check_user(struct ts_sb *sb, const char *user, struct ts_error *err)
@@ -544,6 +581,8 @@ const struct ts_backend_ops ts_local_ops = {
 	.sb_set_timeout = local_set_timeout,
 	.sb_start = local_start,
 	.sb_stop = local_stop,
+	.sb_pause = local_pause,
+	.sb_resume = local_resume,
 	.sb_close = local_sb_close,
 	.sb_check_user = local_check_user,
 	.cmd_log_read = local_log_read,

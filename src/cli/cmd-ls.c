@@ -67,11 +67,13 @@ static char *labels_cell(const struct ts_sb_info *i)
 static void row_cells(const struct ts_sb_info *i, long long now, char *cells[N_COLS])
 {
 	char buf[64], ttl[64];
-	bool running = i->state == TS_SB_RUNNING;
+	bool running = i->state != TS_SB_STOPPED;
 
 	cells[COL_ID] = strdup(i->id);
 	cells[COL_NAME] = cell(i->name[0] ? i->name : "-");
-	cells[COL_STATE] = strdup(running ? "running" : "stopped");
+	cells[COL_STATE] = strdup(i->state == TS_SB_PAUSED ? "paused"
+				  : running		   ? "running"
+							   : "stopped");
 	ts_fmt_duration(buf, sizeof(buf), now - i->created_ms);
 	strcat(buf, " ago");
 	cells[COL_CREATED] = strdup(buf);

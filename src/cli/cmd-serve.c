@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "server.h"
+#include "tokens.h"
 
 #define SD_LISTEN_FDS_START 3
 
@@ -28,6 +29,11 @@ static void usage(FILE *f)
 	      "  --listen ADDR       control plane and /v1 (default 127.0.0.1:3000)\n"
 	      "  --envd-listen ADDR  envd (default 127.0.0.1:49983)\n"
 	      "  --socket PATH       also serve the control plane and /v1 on a unix socket\n"
+	      "  --tokens-file FILE  access tokens (without: any caller, loopback only)\n"
+	      "  --add-token NAME    add a token to --tokens-file, print its secret once, exit\n"
+	      "  --scopes LIST       the new token's scopes: sandboxes:read, sandboxes:run,\n"
+	      "                      files:read, files:write (comma-separated)\n"
+	      "  --e2b-key KEY       also map this E2B API key (X-API-KEY) to the new token\n"
 	      "  --quiet             print nothing when listening\n"
 	      "  -h, --help          show this help\n"
 	      "ADDR is HOST:PORT, [IPv6]:PORT or unix:PATH; port 0 picks a free one.\n",
@@ -86,6 +92,31 @@ static void activation_fds(int *control, int *envd)
 	unsetenv("LISTEN_FDNAMES");
 }
 
+/* --add-token: the secret once on stdout, only its hash into the file (tokens.h). */
+static int add_token(const char *file, const char *name, const char *scopes, const char *e2b_key)
+{
+	char secret[TS_TOKEN_SECRET_LEN + 1];
+	struct ts_error err = { 0 };
+
+	if (!file || !name || !scopes) {
+		fprintf(stderr, "toren-sandbox serve: --add-token needs NAME, --scopes and "
+				"--tokens-file\n");
+		return 2;
+	}
+	if (ts_tokens_add(file, name, scopes, e2b_key, secret, sizeof(secret), &err) < 0) {
+		ts_cli_error("serve", &err);
+		return 1;
+	}
+	printf("%s\n", secret);
+	fflush(stdout);
+	explicit_bzero(secret, sizeof(secret));
+	fprintf(stderr,
+		"toren-sandbox serve: token `%s` added to `%s`; its secret is printed once and "
+		"not stored: keep it (a running serve reads the file at start)\n",
+		name, file);
+	return 0;
+}
+
 int ts_subcmd_serve(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -93,6 +124,10 @@ int ts_subcmd_serve(int argc, char **argv)
 		{ "envd-listen", required_argument, NULL, 'e' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "tokens-file", required_argument, NULL, 't' },
+		{ "add-token", required_argument, NULL, 'A' },
+		{ "scopes", required_argument, NULL, 'S' },
+		{ "e2b-key", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -107,6 +142,7 @@ int ts_subcmd_serve(int argc, char **argv)
 		.userdata = &cli,
 	};
 	struct ts_error err = { 0 };
+	const char *add = NULL, *scopes = NULL, *e2b_key = NULL;
 	int c;
 
 	optind = 1;
@@ -124,6 +160,18 @@ int ts_subcmd_serve(int argc, char **argv)
 		case 'q':
 			cli.quiet = true;
 			break;
+		case 't':
+			o.tokens_file = optarg;
+			break;
+		case 'A':
+			add = optarg;
+			break;
+		case 'S':
+			scopes = optarg;
+			break;
+		case 'K':
+			e2b_key = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -137,6 +185,8 @@ int ts_subcmd_serve(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (add || scopes || e2b_key)
+		return add_token(o.tokens_file, add, scopes, e2b_key);
 	/* serve is what E2B_API_KEY points at: "auto" never means e2b here */
 	o.backend = getenv("TOREN_SANDBOX");
 	if (!o.backend || !strcmp(o.backend, "auto"))

@@ -52,6 +52,9 @@ enum ts_ctl_type {
 	TS_CTL_INPUT,	    /* c->s {selector, DATA}: to its stdin pipe or pty; OK */
 	TS_CTL_CLOSE_STDIN, /* c->s {selector}: end of its input (after what is queued); OK */
 	TS_CTL_RESIZE,	    /* c->s {selector, COLS, ROWS}: its pty's window size; OK */
+	TS_CTL_PAUSE,	    /* c->s: stop every process of the sandbox (SIGSTOP); OK, or
+			     * ERROR EALREADY when paused */
+	TS_CTL_RESUME,	    /* c->s: continue them (SIGCONT); OK, ERROR EALREADY when not */
 	TS_CTL_TYPE_MAX,
 };
 
@@ -95,6 +98,7 @@ enum ts_ctl_tag {
 	TS_T_TIMEOUT_MS, /* u64: a process's deadline from its start; 0 none */
 	TS_T_TIMED_OUT,	 /* u64 1: EXITED because its deadline passed (killed) */
 	TS_T_XATTR,	 /* string "key=value": a user.e2b.<key> xattr (E2B's metadata), repeated */
+	TS_T_PAUSED,	 /* u64 1 in HELLO: the sandbox is paused (PAUSE) */
 	TS_T_TAG_MAX,
 };
 
@@ -110,6 +114,12 @@ enum ts_ctl_tag {
  * Selectors of ATTACH, DETACH, INPUT, CLOSE_STDIN, RESIZE, SIGNAL, WAIT: {PROC} (init's
  * process id), {PID} (the sandbox's pid: the running process, else the latest record),
  * or {TAG} (the running process with that tag). Unknown: ERROR ESRCH.
+ *
+ * PAUSE / RESUME (v3, E2B's pause): init sends SIGSTOP / SIGCONT to every process of its
+ * pid namespace but itself (kill(-1) from pid 1), so pids, memory, pipes and ptys stay as
+ * they are, and init itself keeps answering (HELLO says PAUSED). While paused, SPAWN and
+ * FILE are ERROR EHOSTDOWN (unavailable): nothing new runs in a paused sandbox, file
+ * workers included.
  */
 #define TS_SPAWN_PTY (1U << 0)	  /* a pty of COLS x ROWS (default 80 x 24) */
 #define TS_SPAWN_LOG (1U << 1)	  /* output also to $ROOT/<id>/logs/<proc>.log (exec -d) */

@@ -191,6 +191,12 @@ int ts_ctl_client_connect(const char *dir, const char *label, int hello_ms,
 	ts_ctl_get_u64(&reply, TS_T_PID, &c->init_pid);
 	ts_ctl_get_u64(&reply, TS_T_IDLE_MS, &c->idle_ms);
 	ts_ctl_get_u64(&reply, TS_T_ATTACHED, &c->attached);
+	{
+		uint64_t paused = 0;
+
+		ts_ctl_get_u64(&reply, TS_T_PAUSED, &paused);
+		c->paused = paused != 0;
+	}
 	*ret = TAKE_PTR(c);
 	return 0;
 }

@@ -22,6 +22,7 @@ struct ts_ctl_client {
 	uint32_t next_id;
 	/* from init's HELLO */
 	uint64_t version, init_pid, idle_ms, attached;
+	bool paused; /* PAUSE: its processes are stopped */
 	struct ts_ctl_conn rx;
 	struct ts_ctl_outq q;
 };

@@ -28,6 +28,7 @@ void ts_sb_probe(struct ts_sandbox_rec *rec, bool query, struct ts_sb_live *live
 		live->queried = true;
 		live->idle_ms = c->idle_ms;
 		live->attached = c->attached;
+		live->paused = c->paused;
 	}
 }
 
@@ -150,7 +151,10 @@ json_t *ts_sb_rec_json(const struct ts_sandbox_rec *rec, const struct ts_sb_live
 
 	json_object_set_new(j, "id", json_string(rec->id));
 	json_object_set_new(j, "name", rec->name[0] ? json_string(rec->name) : json_null());
-	json_object_set_new(j, "state", json_string(live->running ? "running" : "stopped"));
+	json_object_set_new(j, "state",
+			    json_string(!live->running ? "stopped"
+					: live->paused ? "paused"
+						       : "running"));
 	json_object_set_new(j, "created", time_json(rec->created_ms));
 	json_object_set_new(j, "created_ms", json_integer(rec->created_ms));
 	json_object_set_new(j, "started", time_json(rec->started_ms));

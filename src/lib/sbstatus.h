@@ -20,6 +20,7 @@ struct ts_sb_live {
 	bool queried;	   /* init answered HELLO */
 	uint64_t idle_ms;  /* init's own idle count, when queried */
 	uint64_t attached; /* clients attached, when queried */
+	bool paused;	   /* its processes are stopped (PAUSE), when queried */
 };
 
 /* Is rec running (a dead init is noted in rec) and, when it is and query is set, what

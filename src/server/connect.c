@@ -149,10 +149,22 @@ static char *dump(json_t *json)
 	return json ? json_dumps(json, JSON_COMPACT) : NULL;
 }
 
-/* {"code":code,"message":msg}: a unary error body, and the "error" of an end-stream. */
+/* {"code":code,"message":msg}: a unary error body, and the "error" of an end-stream. A
+ * message quoting the request (a header, a tag) may not be UTF-8, which JSON cannot
+ * carry: then every byte outside ASCII becomes '?'. */
 static json_t *error_json(const char *code_name, const char *msg)
 {
-	return json_pack("{s:s,s:s}", "code", code_name, "message", msg);
+	json_t *m = json_string(msg);
+	char ascii[1024];
+	size_t i;
+
+	if (!m) {
+		for (i = 0; msg[i] && i < sizeof(ascii) - 1; i++)
+			ascii[i] = (unsigned char)msg[i] < 0x80 ? msg[i] : '?';
+		ascii[i] = '\0';
+		m = json_string(ascii);
+	}
+	return json_pack("{s:s,s:o}", "code", code_name, "message", m);
 }
 
 /* --- content types ---------------------------------------------------------------------- */

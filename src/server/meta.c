@@ -28,6 +28,21 @@ static const char *const migrations[] = {
 	"  auto_pause INTEGER NOT NULL,"
 	"  paused INTEGER NOT NULL,"
 	"  created_ms INTEGER NOT NULL)",
+	/* metrics samples, gone with their sandbox's record */
+	"CREATE TABLE metrics ("
+	"  id TEXT NOT NULL,"
+	"  ts_ms INTEGER NOT NULL,"
+	"  cpu_count INTEGER NOT NULL,"
+	"  cpu_pct REAL NOT NULL,"
+	"  mem_used INTEGER NOT NULL,"
+	"  mem_total INTEGER NOT NULL,"
+	"  mem_cache INTEGER NOT NULL,"
+	"  disk_used INTEGER NOT NULL,"
+	"  disk_total INTEGER NOT NULL,"
+	"  cpu_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY (id, ts_ms));"
+	"CREATE TRIGGER metrics_gone AFTER DELETE ON sandboxes"
+	"  BEGIN DELETE FROM metrics WHERE id = old.id; END",
 };
 
 void ts_meta_sb_clear(struct ts_meta_sb *m)
@@ -208,5 +223,123 @@ int ts_meta_list(struct ts_meta *m, struct ts_meta_sb **ret, size_t *n, struct t
 	}
 	*ret = v;
 	*n = count;
+	return 0;
+}
+
+/* --- metrics samples ------------------------------------------------------------------ */
+
+int ts_meta_metric_add(struct ts_meta *m, const char *id, const struct ts_metric *s,
+		       struct ts_error *err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL, *trim = NULL;
+	int r = ts_sqldb_prepare(&m->db, &st,
+				 "INSERT OR REPLACE INTO metrics (id, ts_ms, cpu_count, cpu_pct, "
+				 "mem_used, mem_total, mem_cache, disk_used, disk_total, cpu_ns) "
+				 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+				 err);
+	int rc;
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, s->ts_ms);
+	sqlite3_bind_int64(st, 3, s->cpu_count);
+	sqlite3_bind_double(st, 4, s->cpu_pct);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)s->mem_used);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)s->mem_total);
+	sqlite3_bind_int64(st, 7, (sqlite3_int64)s->mem_cache);
+	sqlite3_bind_int64(st, 8, (sqlite3_int64)s->disk_used);
+	sqlite3_bind_int64(st, 9, (sqlite3_int64)s->disk_total);
+	sqlite3_bind_int64(st, 10, (sqlite3_int64)s->cpu_ns);
+	rc = ts_sqldb_step(st);
+	if (rc != SQLITE_DONE)
+		return ts_sqldb_err(&m->db, err, rc, "store a metrics sample");
+	/* bounded: the newest TS_META_METRICS_KEEP stay */
+	r = ts_sqldb_prepare(&m->db, &trim,
+			     "DELETE FROM metrics WHERE id = ?1 AND ts_ms <= (SELECT ts_ms FROM "
+			     "metrics WHERE id = ?1 ORDER BY ts_ms DESC LIMIT 1 OFFSET ?2)",
+			     err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(trim, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(trim, 2, TS_META_METRICS_KEEP);
+	rc = ts_sqldb_step(trim);
+	return rc == SQLITE_DONE ? 0 : ts_sqldb_err(&m->db, err, rc, "trim metrics samples");
+}
+
+static void metric_row(sqlite3_stmt *st, struct ts_metric *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->ts_ms = sqlite3_column_int64(st, 0);
+	out->cpu_count = (unsigned)sqlite3_column_int64(st, 1);
+	out->cpu_pct = sqlite3_column_double(st, 2);
+	out->mem_used = (uint64_t)sqlite3_column_int64(st, 3);
+	out->mem_total = (uint64_t)sqlite3_column_int64(st, 4);
+	out->mem_cache = (uint64_t)sqlite3_column_int64(st, 5);
+	out->disk_used = (uint64_t)sqlite3_column_int64(st, 6);
+	out->disk_total = (uint64_t)sqlite3_column_int64(st, 7);
+	out->cpu_ns = (uint64_t)sqlite3_column_int64(st, 8);
+}
+
+#define METRIC_COLUMNS                                                                             \
+	"ts_ms, cpu_count, cpu_pct, mem_used, mem_total, mem_cache, disk_used, disk_total, cpu_ns"
+
+int ts_meta_metrics(struct ts_meta *m, const char *id, long long from_ms, long long to_ms,
+		    struct ts_metric **ret, size_t *n, struct ts_error *err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	struct ts_metric *v = NULL;
+	size_t count = 0;
+	int r = ts_sqldb_prepare(&m->db, &st,
+				 "SELECT " METRIC_COLUMNS " FROM metrics WHERE id = ?1 AND ts_ms "
+				 ">= ?2 AND ts_ms <= ?3 ORDER BY ts_ms",
+				 err);
+	int rc;
+
+	*ret = NULL;
+	*n = 0;
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, from_ms);
+	sqlite3_bind_int64(st, 3, to_ms);
+	while ((rc = ts_sqldb_step(st)) == SQLITE_ROW && count < TS_META_METRICS_KEEP) {
+		struct ts_metric *nv = realloc(v, (count + 1) * sizeof(*v));
+
+		if (!nv) {
+			free(v);
+			return ts_err(err, -ENOMEM, "read metrics samples");
+		}
+		v = nv;
+		metric_row(st, &v[count++]);
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		free(v);
+		return ts_sqldb_err(&m->db, err, rc, "read metrics samples");
+	}
+	*ret = v;
+	*n = count;
+	return 0;
+}
+
+int ts_meta_metric_last(struct ts_meta *m, const char *id, struct ts_metric *ret,
+			struct ts_error *err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = ts_sqldb_prepare(&m->db, &st,
+				 "SELECT " METRIC_COLUMNS
+				 " FROM metrics WHERE id = ?1 ORDER BY ts_ms DESC LIMIT 1",
+				 err);
+	int rc;
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	rc = ts_sqldb_step(st);
+	if (rc == SQLITE_DONE)
+		return ts_err(err, -ENOENT, "no metrics of sandbox `%s`", id);
+	if (rc != SQLITE_ROW)
+		return ts_sqldb_err(&m->db, err, rc, "read metrics samples");
+	metric_row(st, ret);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "metrics.h"
 
 struct ts_meta;
 
@@ -42,3 +43,18 @@ int ts_meta_set_paused(struct ts_meta *m, const char *id, bool paused, struct ts
 /* Every record (for signed-URL routing and the reaper). */
 int ts_meta_list(struct ts_meta *m, struct ts_meta_sb **ret, size_t *n, struct ts_error *err);
 void ts_meta_sbs_free(struct ts_meta_sb *v, size_t n);
+
+/* --- metrics samples (control-reap.c takes them, GET /sandboxes/{id}/metrics reads) --- */
+
+#define TS_META_METRICS_KEEP 720 /* per sandbox: an hour of samples 5 s apart */
+
+/* Add a sample of sandbox id, dropping its oldest beyond TS_META_METRICS_KEEP. Samples go
+ * with the sandbox's record (ts_meta_delete). */
+int ts_meta_metric_add(struct ts_meta *m, const char *id, const struct ts_metric *s,
+		       struct ts_error *err);
+/* Its samples with from_ms <= ts_ms <= to_ms, oldest first (*ret NULL when none). */
+int ts_meta_metrics(struct ts_meta *m, const char *id, long long from_ms, long long to_ms,
+		    struct ts_metric **ret, size_t *n, struct ts_error *err);
+/* Its newest sample; -ENOENT when it has none. */
+int ts_meta_metric_last(struct ts_meta *m, const char *id, struct ts_metric *ret,
+			struct ts_error *err);

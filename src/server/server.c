@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "control.h"
 #include "paths.h"
 #include "server.h"
 #include "envd-fs.h"
+#include "tokens.h"
 #include "util.h"
 
 /* --- the sandbox cache ------------------------------------------------------------------- */
@@ -194,14 +196,12 @@ static void fallback_not_found(void *ctx, struct ts_req *r)
 	ts_srv_reply_error(r, 404, "no route for %s %s", ts_req_method(r), ts_req_path(r));
 }
 
-static const struct ts_route no_routes[] = { { 0 } };
-
 int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 {
 	/* the modules' tables, in match order; each module adds itself here */
-	const struct ts_route *const control_tables[] = { no_routes, NULL };
-	const struct ts_route *const envd_tables[] = { ts_envd_fs_routes, ts_envd_files_routes,
-						       NULL };
+	const struct ts_route *const control_tables[] = { ts_control_routes, ts_v1_routes, NULL };
+	const struct ts_route *const envd_tables[] = { ts_envd_process_routes, ts_envd_fs_routes,
+						       ts_envd_files_routes, NULL };
 	struct ts_srv srv = { .opts = o };
 	struct serve_signals sig = { .fd = -1 };
 	struct ts_paths paths;
@@ -212,9 +212,14 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 	r = ts_paths_init(&paths, err);
 	if (r < 0)
 		return r;
-	r = ts_backend_open(o->backend ? o->backend : "local", &srv.be, err);
+	r = ts_tokens_load(o->tokens_file, &srv.tokens, err);
 	if (r < 0)
 		return r;
+	r = ts_backend_open(o->backend ? o->backend : "local", &srv.be, err);
+	if (r < 0) {
+		ts_tokens_free(srv.tokens);
+		return r;
+	}
 	ts_backend_on_warning(srv.be, o->warn, o->userdata);
 	r = ts_meta_open(paths.root, &srv.meta, err);
 	if (r < 0)
@@ -234,6 +239,9 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 		goto out;
 	}
 	sig.watch = ts_loop_add_fd(srv.loop, sig.fd, POLLIN, on_signal, &sig);
+	r = ts_control_start(&srv, err);
+	if (r < 0)
+		goto out;
 
 	r = ts_http_listen(srv.loop, o->listen, o->listen_fd, control_tables, fallback_not_found,
 			   &srv, &srv.control, err);
@@ -253,7 +261,7 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 			goto out;
 	}
 	/* without tokens anyone who can connect may run code: only this machine's users */
-	if (!srv.tokens &&
+	if (ts_tokens_empty(srv.tokens) &&
 	    (!ts_http_listener_local(srv.control) || !ts_http_listener_local(srv.envd))) {
 		r = ts_err(err, -EPERM,
 			   "refusing to listen on `%s` / `%s` without access tokens: anyone who "
@@ -266,6 +274,7 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 			 ts_http_listener_addr(srv.envd));
 	r = ts_loop_run(srv.loop, err);
 out:
+	ts_control_stop(&srv);
 	ts_http_listener_free(srv.unix_control);
 	ts_http_listener_free(srv.envd);
 	ts_http_listener_free(srv.control);
@@ -278,5 +287,6 @@ out:
 	ts_loop_free(srv.loop);
 	ts_meta_close(srv.meta);
 	ts_backend_free(srv.be);
+	ts_tokens_free(srv.tokens);
 	return r;
 }

@@ -38,6 +38,7 @@ enum conf_cap {
 	CONF_CAP_AUTH = 1U << 6,       /* there are credentials: r->open_unauthenticated */
 	CONF_CAP_MODES = 1U << 7,      /* files and directories are made with a given mode */
 	CONF_CAP_PROC_USER = 1U << 8,  /* process listings say which user a process runs as */
+	CONF_CAP_PAUSE = 1U << 9,      /* ts_sb_pause/ts_sb_resume keep processes; "paused" */
 };
 
 enum conf_op {
@@ -53,6 +54,8 @@ enum conf_op {
 	C_SB_STOP,
 	C_SB_START,
 	C_SB_CHECK_USER, /* ts_sb_check_user(sb, user) */
+	C_SB_PAUSE,	 /* ts_sb_pause(sb) (CONF_CAP_PAUSE) */
+	C_SB_RESUME,	 /* ts_sb_resume(sb) */
 	C_SB_EXPIRE,	 /* the runner acts on expired timeouts (local: `toren-sandbox reap`) */
 	C_SB_CLOSE,	 /* ts_sb_close(sb): the handle only */
 	/* commands */
@@ -116,6 +119,7 @@ enum conf_state {
 	ST_ANY = 0,
 	ST_RUNNING,
 	ST_STOPPED,
+	ST_PAUSED,
 };
 
 struct conf_expect {
@@ -166,7 +170,7 @@ struct conf_step {
 	enum ts_cmd_event_type stream; /* C_WAIT_OUTPUT, C_WAIT_END: the stream (0: stdout) */
 	int mode; /* C_WRITE: the file's mode, C_MKDIR: the directory's (0: the default) */
 	bool log; /* C_START: local's log of a background process (CONF_CAP_PROC_LOG) */
-	bool stdin_open, pty, recursive, stream_io, running, stopped, detach;
+	bool stdin_open, pty, recursive, stream_io, running, stopped, paused, detach;
 	const char *token; /* C_SB_LIST: a page token of our own (a bad one) */
 	struct conf_expect expect;
 };

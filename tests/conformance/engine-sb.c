@@ -107,6 +107,7 @@ static int do_sb_list(struct conf *c, const struct conf_step *st)
 	char **meta = conf_expand_strv(c, st->meta);
 	struct ts_sb_list_opts o = { .running = st->running,
 				     .stopped = st->stopped,
+				     .paused = st->paused,
 				     .limit = st->limit,
 				     .next_token = st->token };
 	struct ts_kv *mkv = conf_kv_of(meta, &o.n_metadata);
@@ -135,10 +136,12 @@ static int do_sb_list(struct conf *c, const struct conf_step *st)
 			r = conf_fail(c, "page %d is empty but has a next page", page);
 		}
 		for (size_t i = 0; r == 0 && i < n; i++) {
-			bool running = v[i].state == TS_SB_RUNNING;
+			enum ts_sb_state sv = v[i].state;
+			bool any = !st->running && !st->stopped && !st->paused;
 
-			if ((st->running && !st->stopped && !running) ||
-			    (st->stopped && !st->running && running))
+			if (!any && !(sv == TS_SB_RUNNING  ? st->running
+				      : sv == TS_SB_PAUSED ? st->paused
+							   : st->stopped))
 				r = conf_fail(c, "`%s` listed in state %d, not in the filter",
 					      v[i].id, (int)v[i].state);
 			else if (n_ids < 64)
@@ -185,6 +188,8 @@ static int do_sb_info(struct conf *c, const struct conf_step *st)
 		r = conf_fail(c, "state %d, want running", (int)i.state);
 	else if (e->state == ST_STOPPED && i.state == TS_SB_RUNNING)
 		r = conf_fail(c, "running, want stopped");
+	else if (e->state == ST_PAUSED && i.state != TS_SB_PAUSED)
+		r = conf_fail(c, "state %d, want paused", (int)i.state);
 	else if (e->template_id && strcmp(i.template_id, e->template_id) != 0)
 		r = conf_fail(c, "template `%s`, want `%s`", i.template_id, e->template_id);
 	else if (e->end_in_ms < 0 && i.end_at_ms != 0)
@@ -231,6 +236,12 @@ static int do_sb_simple(struct conf *c, const struct conf_step *st)
 		break;
 	case C_SB_CHECK_USER:
 		r = ts_sb_check_user(sb, st->user, &err);
+		break;
+	case C_SB_PAUSE:
+		r = ts_sb_pause(sb, &err);
+		break;
+	case C_SB_RESUME:
+		r = ts_sb_resume(sb, &err);
 		break;
 	default:
 		r = c->r->expire(c->r, &err);

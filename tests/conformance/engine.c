@@ -31,6 +31,8 @@ static const char *const op_names[] = {
 	[C_SB_STOP] = "sb_stop",
 	[C_SB_START] = "sb_start",
 	[C_SB_CHECK_USER] = "sb_check_user",
+	[C_SB_PAUSE] = "sb_pause",
+	[C_SB_RESUME] = "sb_resume",
 	[C_SB_EXPIRE] = "sb_expire",
 	[C_SB_CLOSE] = "sb_close",
 	[C_RUN] = "run",
@@ -303,6 +305,8 @@ static int step(struct conf *c, const struct conf_step *st)
 	case C_SB_STOP:
 	case C_SB_START:
 	case C_SB_CHECK_USER:
+	case C_SB_PAUSE:
+	case C_SB_RESUME:
 	case C_SB_EXPIRE:
 	case C_SB_CLOSE:
 	case C_OPEN:

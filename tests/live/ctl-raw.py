@@ -12,6 +12,9 @@ usage: ctl-raw.py SOCKET CASE
   spawn-uid-5        SPAWN (`true`, not attached) as uid 5
   file-user-nouid    FILE USER without a UID
   file-user-5        FILE USER as uid 5
+  pause, resume      PAUSE / RESUME (tests/live/pause.sh)
+  hello              HELLO; prints `HELLO paused=N`
+  spawn              SPAWN of `true`, not attached
 """
 import socket
 import struct
@@ -19,7 +22,8 @@ import sys
 
 HELLO, OK, ERROR, SPAWN, SPAWNED = 1, 2, 3, 4, 5
 FILE = 13
-T_VERSION, T_ARG, T_FLAGS, T_CODE, T_OP, T_UID = 1, 3, 6, 10, 17, 27
+PAUSE, RESUME = 24, 25
+T_VERSION, T_ARG, T_FLAGS, T_CODE, T_OP, T_UID, T_PAUSED = 1, 3, 6, 10, 17, 27, 39
 SPAWN_UNATTACHED = 0  # no TS_SPAWN_* flag: streams to the backlog only
 FILE_USER = 9
 VERSION = 3
@@ -49,13 +53,13 @@ def recv_exact(s, n):
     return buf
 
 
-def reply(s):
+def reply(s, tag_wanted=T_CODE):
     length, mtype, _, _ = struct.unpack("=IHHI", recv_exact(s, 12))
     payload = recv_exact(s, length)
     code, pos = 0, 0
     while pos + 6 <= len(payload):
         tag, flen = struct.unpack_from("=HI", payload, pos)
-        if tag == T_CODE and flen == 8:
+        if tag == tag_wanted and flen == 8:
             code = struct.unpack_from("=Q", payload, pos + 6)[0]
         pos += 6 + flen
     return NAMES.get(mtype, str(mtype)), code
@@ -67,7 +71,10 @@ def main():
     s.settimeout(10)
     s.connect(path)
     s.sendall(message(HELLO, 1, [field(T_VERSION, u64(VERSION))]))
-    reply(s)
+    name, paused = reply(s, T_PAUSED)
+    if case == "hello":
+        print("%s paused=%d" % (name, paused))
+        return
     spawn = [field(T_ARG, b"true"), field(T_FLAGS, u64(SPAWN_UNATTACHED))]
     if case == "spawn-uid-4bytes":
         req = message(SPAWN, 2, spawn + [field(T_UID, struct.pack("=I", 1000))])
@@ -77,6 +84,12 @@ def main():
         req = message(FILE, 2, [field(T_OP, u64(FILE_USER))])
     elif case == "file-user-5":
         req = message(FILE, 2, [field(T_OP, u64(FILE_USER)), field(T_UID, u64(5))])
+    elif case == "pause":
+        req = message(PAUSE, 2, [])
+    elif case == "resume":
+        req = message(RESUME, 2, [])
+    elif case == "spawn":
+        req = message(SPAWN, 2, spawn)
     else:
         raise SystemExit("unknown case " + case)
     s.sendall(req)

@@ -259,6 +259,21 @@ static void test_timeout(void)
 				   "protocol error: invalid connect timeout \\\"soon\\\""),
 	   "a malformed Connect-Timeout-Ms on a stream: end-stream invalid_argument");
 	fake_req_clear(&r);
+
+	/* a message quoting bytes that are not UTF-8 still makes JSON (found by fuzz-connect) */
+	fake_req_init(&r, "application/connect+json", "\0\0\0\0\2{}", 7);
+	fake_req_header(&r, "Connect-Timeout-Ms", "\xe1\xe1x");
+	ok(!ts_connect_request(&r, true) &&
+		   stream_error_is(&r, "invalid_argument",
+				   "protocol error: invalid connect timeout \\\"??x\\\""),
+	   "a header that is not UTF-8 in an error message: '?' for each byte outside ASCII");
+	show(&r);
+	fake_req_clear(&r);
+	fake_req_init(&r, "application/json", "{}", 2);
+	ts_connect_reply_error(&r, "not_found", "tag %s", "\xff\xfe");
+	ok(reply_is(&r, 404, "application/json", "{\"code\":\"not_found\",\"message\":\"tag ??\"}"),
+	   "a unary error message that is not UTF-8: '?' too");
+	fake_req_clear(&r);
 }
 
 static void test_stream_request(void)

@@ -16,6 +16,6 @@ while IFS= read -r f; do
 	else
 		echo "not ok $n - $f needs clang-format"; fail=1
 	fi
-done < <(find src runtime tests -name '*.c' -o -name '*.h' | grep -v '/corpus/' | sort)
+done < <(find src runtime tests -name node_modules -prune -o \( -name '*.c' -o -name '*.h' \) -print | grep -v '/corpus/' | sort)
 echo "1..$n"
 exit $fail
