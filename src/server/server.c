@@ -17,8 +17,8 @@
 #include "control.h"
 #include "paths.h"
 #include "server.h"
-#include "envd-fs.h"
 #include "tokens.h"
+#include "envd-fs.h"
 #include "util.h"
 
 /* --- the sandbox cache ------------------------------------------------------------------- */
