@@ -258,7 +258,8 @@ static int upload_pump(struct upload *u)
 		size_t l;
 		int r;
 
-		while (u->off < u->len) {
+		/* whole chunks only until the body is all in: as few messages as can be */
+		while (u->off < u->len && (u->all_in || u->len - u->off >= PUSH_CHUNK)) {
 			size_t n = u->len - u->off > PUSH_CHUNK ? PUSH_CHUNK : u->len - u->off;
 
 			r = ts_xfer_push(u->x, u->buf + u->off, n, &u->err);

@@ -689,6 +689,9 @@ static void h_delete(void *ctx, struct ts_req *req)
 	/* our cached handle goes first: the sandbox it names is about to be removed */
 	ts_srv_forget(srv, id);
 	r = ts_sb_kill(srv->be, id, &err);
+	/* and E2B's record of it, if it was made through the control plane */
+	if (r == 0 && srv->meta)
+		ts_meta_delete(srv->meta, id, NULL);
 	if (r == -ENOENT) {
 		ts_v1_reply_error(req, "not_found", "sandbox `%.64s` not found", id);
 		return;

@@ -237,6 +237,23 @@ st, _, _ = jreq("GET", "/v1/sandboxes", token=CLI_TOKEN)
 st2, _, _ = jreq("POST", "/v1/sandboxes", body={}, token=CLI_TOKEN)
 t(st == 200 and st2 == 403, f"the CLI-made token lists (200) and cannot create (403): {st}, {st2}")
 
+# --- E2B's control plane takes the same tokens as X-API-KEY ------------------------------
+def ctl(method, path, key, body=None):
+    return jreq(method, path, body=body, token=None, headers={"X-API-KEY": key} if key else {})
+
+
+st, _, j = ctl("GET", "/sandboxes", "e2b_" + "9" * 40)
+t(st == 401 and isinstance(j, dict) and j.get("code") == 401, f"control plane: an unknown key is 401 ({st} {j})")
+st, _, _ = ctl("GET", "/sandboxes", E2B_KEY)
+st2, _, _ = ctl("GET", "/sandboxes", READER)
+t(st == 200 and st2 == 200, f"control plane: the mapped E2B key and a sandboxes:read token list ({st}, {st2})")
+st, _, j = ctl("POST", "/sandboxes", READER, body={"templateID": "base"})
+st2, _, j2 = ctl("POST", "/sandboxes", FILES, body={"templateID": "base"})
+t(st == 403 and st2 == 403 and j.get("code") == 403,
+  f"control plane: creating (and so running code) needs sandboxes:run ({st}, {st2})")
+st, _, j = ctl("GET", "/sandboxes", FILES)
+t(st == 403, f"control plane: files:* cannot list ({st})")
+
 # --- malformed and oversized bodies -----------------------------------------------------
 st, _, j = jreq("POST", "/v1/sandboxes", raw=b'{"image": ', headers={"Content-Type": "application/json"})
 t(st == 400 and is_error(j, "invalid_argument"), f"malformed JSON: 400 invalid_argument ({st})")
