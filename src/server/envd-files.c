@@ -39,6 +39,32 @@
 
 /* --- the checks every /files request makes ------------------------------------------- */
 
+struct upload;
+static int up_fail(struct upload *u, unsigned status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Refuse a request: at once (a download), or, for an upload (u), once its body is in.
+ * A reply queued while a client still sends makes libmicrohttpd close the connection
+ * after it, and a client still writing then sees a reset instead of the answer.
+ */
+static void deny(struct ts_req *req, struct upload *u, unsigned status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void deny(struct ts_req *req, struct upload *u, unsigned status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (u)
+		up_fail(u, status, "%s", msg);
+	else
+		ts_srv_reply_error(req, status, "%s", msg);
+}
+
 static bool same_secret(const char *a, const char *b)
 {
 	size_t n = strlen(a), m = strlen(b);
@@ -54,7 +80,8 @@ static bool same_secret(const char *a, const char *b)
  * header token (already compared by ts_envd_target); else the signature of the raw path
  * and username queries, then its expiry. false when the 401 is sent.
  */
-static bool signature_ok(struct ts_req *req, const struct ts_envd_target *t, const char *op)
+static bool signature_ok(struct ts_req *req, const struct ts_envd_target *t, const char *op,
+			 struct upload *u)
 {
 	const char *sig = ts_req_query(req, "signature");
 	const char *exp = ts_req_query(req, "signature_expiration");
@@ -64,15 +91,14 @@ static bool signature_ok(struct ts_req *req, const struct ts_envd_target *t, con
 	if (!t->token || !t->token[0] || t->token_ok)
 		return true;
 	if (!sig) {
-		ts_srv_reply_error(req, 401, "missing signature query parameter");
+		deny(req, u, 401, "missing signature query parameter");
 		return false;
 	}
 	if (exp) {
 		errno = 0;
 		expiry = strtoll(exp, &end, 10);
 		if (!exp[0] || *end || errno) {
-			ts_srv_reply_error(req, 400,
-					   "invalid format for parameter signature_expiration");
+			deny(req, u, 400, "invalid format for parameter signature_expiration");
 			return false;
 		}
 	}
@@ -80,11 +106,11 @@ static bool signature_ok(struct ts_req *req, const struct ts_envd_target *t, con
 			      ts_req_query(req, "username") ?: "", t->token, expiry, want,
 			      sizeof(want)) < 0 ||
 	    !same_secret(sig, want)) {
-		ts_srv_reply_error(req, 401, "invalid signature");
+		deny(req, u, 401, "invalid signature");
 		return false;
 	}
 	if (exp && expiry < ts_realtime_ms() / 1000) {
-		ts_srv_reply_error(req, 401, "signature is already expired");
+		deny(req, u, 401, "signature is already expired");
 		return false;
 	}
 	return true;
@@ -92,7 +118,8 @@ static bool signature_ok(struct ts_req *req, const struct ts_envd_target *t, con
 
 /* The `username` query (NULL: the default user), checked against the sandbox. false
  * when the 401 is sent. */
-static bool user_ok(struct ts_req *req, struct ts_sb *sb, char *buf, size_t size, const char **ret)
+static bool user_ok(struct ts_req *req, struct ts_sb *sb, char *buf, size_t size, const char **ret,
+		    struct upload *up)
 {
 	const char *u = ts_req_query(req, "username");
 	struct ts_error err = { 0 };
@@ -107,8 +134,8 @@ static bool user_ok(struct ts_req *req, struct ts_sb *sb, char *buf, size_t size
 		    u[i] != '-')
 			n = 0;
 	if (n == 0 || n >= size || ts_sb_check_user(sb, u, &err) < 0) {
-		ts_srv_reply_error(req, 401, "error looking up user '%.64s': %s", u,
-				   err.msg[0] ? err.msg : "unknown user");
+		deny(req, up, 401, "error looking up user '%.64s': %s", u,
+		     err.msg[0] ? err.msg : "unknown user");
 		return false;
 	}
 	snprintf(buf, size, "%s", u);
@@ -418,8 +445,9 @@ static void files_get(void *ctx, struct ts_req *req)
 	size_t len = 0, zlen = 0;
 	int enc;
 
-	if (ts_envd_target(srv, req, TS_ENVD_SIGNATURE, &t) < 0 || !signature_ok(req, &t, "read") ||
-	    !user_ok(req, t.e->sb, ubuf, sizeof(ubuf), &user))
+	if (ts_envd_target(srv, req, TS_ENVD_SIGNATURE, &t) < 0 ||
+	    !signature_ok(req, &t, "read", NULL) ||
+	    !user_ok(req, t.e->sb, ubuf, sizeof(ubuf), &user, NULL))
 		return;
 	if (ts_file_stat(t.e->sb, path, user, &e, &err) < 0 ||
 	    ts_envd_fs_follow(t.e->sb, user, &e) < 0) {
@@ -490,15 +518,14 @@ struct upload {
 	bool octet, gzip;
 	z_stream z;
 	bool z_init, z_end;
-	struct ts_xfer *x;	/* the file being written */
-	char cur[PATH_MAX];	/* its path for the backend */
-	char cur_abs[PATH_MAX]; /* and as the sandbox sees it */
-	bool skipping;		/* a part not named `file` */
-	bool in_part;		/* a part has begun ... */
-	uint64_t part_bytes;	/* ... and brought this much so far */
-	char part_key[64];	/* its field name and filename, to tell a new part */
-	char part_file[PATH_MAX];
-	char **seen; /* absolute paths of this request */
+	struct ts_xfer *x;			/* the file being written */
+	char cur[PATH_MAX];			/* its path for the backend */
+	char cur_abs[PATH_MAX];			/* and as the sandbox sees it */
+	bool skipping;				/* a part not named `file` */
+	bool in_part;				/* a part began */
+	uint64_t part_got;			/* bytes of it so far */
+	char part_key[64], part_name[PATH_MAX]; /* its name and filename */
+	char **seen;				/* absolute paths of this request */
 	size_t n_seen;
 	struct ts_kv meta[FILES_META_MAX];
 	size_t n_meta;
@@ -506,10 +533,8 @@ struct upload {
 	unsigned long long total;
 	unsigned status; /* the first failure: its reply */
 	char msg[512];
+	struct ts_envd_refusal refusal; /* ts_envd_target's, sent at the end */
 };
-
-static int up_fail(struct upload *u, unsigned status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 static int up_fail(struct upload *u, unsigned status, const char *fmt, ...)
 {
@@ -547,6 +572,7 @@ static void up_free(void *userdata)
 		free((char *)u->meta[i].value);
 	}
 	json_decref(u->results);
+	json_decref(u->refusal.body);
 	ts_srv_sb_unref(u->e);
 	free(u);
 }
@@ -673,15 +699,17 @@ static enum MHD_Result up_part(void *cls, enum MHD_ValueKind kind, const char *k
 
 	if (u->status)
 		return MHD_NO;
-	/* offset 0 is a new part, unless it is the part just begun calling again before
-	 * any byte: MHD may call first with no data, then with the first bytes */
-	if (off == 0 &&
-	    !(u->in_part && u->part_bytes == 0 && !strcmp(u->part_key, key ? key : "") &&
-	      !strcmp(u->part_file, filename ? filename : ""))) {
+	/* offset 0 is a new part, except that a part whose data has not come yet is
+	 * announced with size 0 and then again at offset 0 with its first bytes: the same
+	 * name and filename with nothing received is that part going on */
+	if (off == 0 && u->in_part && u->part_got == 0 && !strcmp(u->part_key, key ? key : "") &&
+	    !strcmp(u->part_name, filename ? filename : ""))
+		off = 1;
+	if (off == 0) {
 		u->in_part = true;
-		u->part_bytes = 0;
+		u->part_got = 0;
 		snprintf(u->part_key, sizeof(u->part_key), "%s", key ? key : "");
-		snprintf(u->part_file, sizeof(u->part_file), "%s", filename ? filename : "");
+		snprintf(u->part_name, sizeof(u->part_name), "%s", filename ? filename : "");
 		if (u->x && up_end(u) < 0)
 			return MHD_NO;
 		/* envd: only parts named `file`; with a `path` query their filenames do not
@@ -696,7 +724,7 @@ static enum MHD_Result up_part(void *cls, enum MHD_ValueKind kind, const char *k
 		if (up_start(u, u->qpath ? u->qpath : filename) < 0)
 			return MHD_NO;
 	}
-	u->part_bytes += size;
+	u->part_got += size;
 	if (u->skipping || !size)
 		return MHD_YES;
 	return up_feed(u, (const uint8_t *)data, size) < 0 ? MHD_NO : MHD_YES;
@@ -790,8 +818,10 @@ static void up_meta_header(void *userdata, const char *name, const char *value)
 	u->n_meta++;
 }
 
-/* Everything known before the body: who, where, how it is encoded. < 0 when the reply
- * is sent (then the layer drops the body and the handler is not called). */
+/* Everything known before the body: who, where, how it is encoded. A refusal is
+ * recorded and answered by files_post once the body is drained (returning < 0: the
+ * layer drops the body), except what ts_envd_target answers itself and an upload
+ * declaring more than the bound, answered at once rather than read. */
 static int files_post_begin(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
@@ -801,10 +831,10 @@ static int files_post_begin(void *ctx, struct ts_req *req)
 	const char *cl = ts_req_header(req, "Content-Length");
 	struct upload *u;
 
-	if (ts_envd_target(srv, req, TS_ENVD_SIGNATURE, &t) < 0)
-		return -EACCES;
-	if (!signature_ok(req, &t, "write"))
-		return -EACCES;
+	if (cl && strtoull(cl, NULL, 10) > FILES_UPLOAD_MAX) {
+		ts_srv_reply_error(req, 413, "upload larger than %llu bytes", FILES_UPLOAD_MAX);
+		return -EFBIG;
+	}
 	u = calloc(1, sizeof(*u));
 	if (u)
 		u->seen = calloc(FILES_PARTS_MAX, sizeof(*u->seen));
@@ -821,52 +851,40 @@ static int files_post_begin(void *ctx, struct ts_req *req)
 	}
 	u->srv = srv;
 	u->req = req;
-	u->e = ts_srv_sb_ref(t.e);
 	ts_req_set_userdata(req, u, up_free);
-	if (!user_ok(req, t.e->sb, u->ubuf, sizeof(u->ubuf), &u->user))
+	if (ts_envd_target_deferred(srv, req, TS_ENVD_SIGNATURE, &t, &u->refusal) < 0) {
+		u->status = u->refusal.status ? u->refusal.status : 500;
+		return -EACCES;
+	}
+	u->e = ts_srv_sb_ref(t.e);
+	if (!signature_ok(req, &t, "write", u) ||
+	    !user_ok(req, t.e->sb, u->ubuf, sizeof(u->ubuf), &u->user, u))
 		return -EACCES;
 	u->qpath = ts_req_query(req, "path");
-	if (cl && strtoull(cl, NULL, 10) > FILES_UPLOAD_MAX) {
-		ts_srv_reply_error(req, 413, "upload larger than %llu bytes", FILES_UPLOAD_MAX);
-		return -EFBIG;
-	}
 	ts_req_headers(req, "X-Metadata-", up_meta_header, u);
-	if (u->status) {
-		ts_srv_reply_error(req, u->status, "%s", u->msg);
+	if (u->status)
 		return -EINVAL;
-	}
 	if (!strncasecmp(ct, "multipart/form-data", strlen("multipart/form-data"))) {
 		u->pp = MHD_create_post_processor(ts_req_mhd_connection(req), FILES_PP_BUFFER,
 						  up_part, u);
-		if (!u->pp) {
-			ts_srv_reply_error(req, 400, "malformed multipart content type");
-			return -EINVAL;
-		}
+		if (!u->pp)
+			return up_fail(u, 400, "malformed multipart content type");
 	} else if (!strncasecmp(ct, "application/octet-stream",
 				strlen("application/octet-stream"))) {
-		if (!u->qpath) {
-			ts_srv_reply_error(req, 400,
-					   "an octet-stream upload needs the `path` query");
-			return -EINVAL;
-		}
+		if (!u->qpath)
+			return up_fail(u, 400, "an octet-stream upload needs the `path` query");
 		if (ce && !strcasecmp(ce, "gzip")) {
-			if (inflateInit2(&u->z, 16 + MAX_WBITS) != Z_OK) {
-				ts_srv_reply_error(req, 500, "out of memory");
-				return -ENOMEM;
-			}
+			if (inflateInit2(&u->z, 16 + MAX_WBITS) != Z_OK)
+				return up_fail(u, 500, "out of memory");
 			u->gzip = u->z_init = true;
 		} else if (ce && strcasecmp(ce, "identity")) {
-			ts_srv_reply_error(req, 400, "unsupported content encoding `%.64s`", ce);
-			return -EINVAL;
+			return up_fail(u, 400, "unsupported content encoding `%.64s`", ce);
 		}
 		u->octet = true;
-		if (up_start(u, u->qpath) < 0) {
-			ts_srv_reply_error(req, u->status, "%s", u->msg);
+		if (up_start(u, u->qpath) < 0)
 			return -EINVAL;
-		}
 	} else {
-		ts_srv_reply_error(req, 400, "unsupported content type `%.128s`", ct);
-		return -EINVAL;
+		return up_fail(u, 400, "unsupported content type `%.128s`", ct);
 	}
 	ts_req_on_data(req, up_data, u);
 	return 0;
@@ -892,6 +910,11 @@ static void files_post(void *ctx, struct ts_req *req)
 		up_end(u);
 	if (!u->status && ts_req_failed(req))
 		up_fail(u, 400, "the upload failed");
+	if (u->refusal.body) {
+		ts_req_reply_json(req, u->refusal.status, u->refusal.body);
+		u->refusal.body = NULL;
+		return;
+	}
 	if (u->status) {
 		ts_srv_reply_error(req, u->status, "%s", u->msg);
 		return;

@@ -26,29 +26,37 @@ static bool same_secret(const char *a, const char *b)
 	return diff == 0;
 }
 
-static int reply_gone(struct ts_req *req, const char *id)
+/* The refusal: sent now, or kept for the caller (f) to send once it may. */
+static int refuse(struct ts_req *req, struct ts_envd_refusal *f, unsigned status, json_t *body)
 {
-	json_t *j = json_pack("{s:s, s:s, s:i}", "sandboxId", id, "message",
-			      "The sandbox was not found", "code", 502);
-
-	ts_req_reply_json(req, 502, j);
-	return -ENOENT;
+	if (f) {
+		f->status = status;
+		f->body = body;
+	} else {
+		ts_req_reply_json(req, status, body);
+	}
+	return status == 502 ? -ENOENT : -EACCES;
 }
 
-static int reply_unauthorized(struct ts_req *req, const char *msg)
+static int reply_gone(struct ts_req *req, struct ts_envd_refusal *f, const char *id)
+{
+	return refuse(req, f, 502,
+		      json_pack("{s:s, s:s, s:i}", "sandboxId", id, "message",
+				"The sandbox was not found", "code", 502));
+}
+
+static int reply_unauthorized(struct ts_req *req, struct ts_envd_refusal *f, const char *msg)
 {
 	/* a Connect error body and E2B's {code,message}: the status says unauthenticated
 	 * to both SDKs, the string code too */
-	ts_req_reply_json(req, 401,
-			  json_pack("{s:s, s:s}", "code", "unauthenticated", "message", msg));
-	return -EACCES;
+	return refuse(req, f, 401,
+		      json_pack("{s:s, s:s}", "code", "unauthenticated", "message", msg));
 }
 
-/* envd's /files 401: {"code":401,"message":...}, compared exactly by clients. */
-static int reply_files_unauthorized(struct ts_req *req, const char *msg)
+/* /files answers in E2B's REST shape, {"code":401,"message"} (envd's auth.go). */
+static int reply_files_unauthorized(struct ts_req *req, struct ts_envd_refusal *f, const char *msg)
 {
-	ts_req_reply_json(req, 401, json_pack("{s:i, s:s}", "code", 401, "message", msg));
-	return -EACCES;
+	return refuse(req, f, 401, json_pack("{s:i, s:s}", "code", 401, "message", msg));
 }
 
 int ts_envd_signature(const char *path, const char *op, const char *user, const char *token,
@@ -127,6 +135,12 @@ static const char *route_by_signature(struct ts_srv *srv, struct ts_req *req, ch
 int ts_envd_target(struct ts_srv *srv, struct ts_req *req, enum ts_envd_auth auth,
 		   struct ts_envd_target *ret)
 {
+	return ts_envd_target_deferred(srv, req, auth, ret, NULL);
+}
+
+int ts_envd_target_deferred(struct ts_srv *srv, struct ts_req *req, enum ts_envd_auth auth,
+			    struct ts_envd_target *ret, struct ts_envd_refusal *f)
+{
 	const char *id = ts_req_header(req, "E2b-Sandbox-Id");
 	const char *given = ts_req_header(req, "X-Access-Token");
 	char routed[64];
@@ -134,32 +148,41 @@ int ts_envd_target(struct ts_srv *srv, struct ts_req *req, enum ts_envd_auth aut
 	struct ts_srv_sb *e;
 
 	memset(ret, 0, sizeof(*ret));
+	if (f)
+		memset(f, 0, sizeof(*f));
 	if (!id && auth == TS_ENVD_SIGNATURE) {
 		id = route_by_signature(srv, req, routed, sizeof(routed));
-		/* what envd itself answers a URL whose signature is wrong or missing */
+		/* On E2B such a URL names its sandbox by host, and envd there finds the
+		 * signature wrong or missing: clients compare these bodies exactly. */
 		if (!id)
 			return reply_files_unauthorized(
-				req, ts_req_query(req, "signature")
-					     ? "invalid signature"
-					     : "missing signature query parameter");
+				req, f,
+				ts_req_query(req, "signature")
+					? "invalid signature"
+					: "missing signature query parameter");
 	}
 	if (!id)
-		return reply_gone(req, "");
+		return reply_gone(req, f, "");
 	if (ts_srv_sandbox(srv, id, &e, &err) < 0 || !ts_srv_serving(srv, e))
-		return reply_gone(req, id);
+		return reply_gone(req, f, id);
 	ret->e = e;
 	ret->token = e->has_meta ? e->meta.envd_token : "";
 	if (!ret->token[0])
 		return 0;
 	if (given) {
 		if (!same_secret(given, ret->token))
-			return reply_unauthorized(req, "access token present in header but does "
-						       "not match");
+			return auth == TS_ENVD_SIGNATURE
+				       ? reply_files_unauthorized(req, f,
+								  "access token present in header "
+								  "but does not match")
+				       : reply_unauthorized(req, f,
+							    "access token present in header but "
+							    "does not match");
 		ret->token_ok = true;
 		return 0;
 	}
 	if (auth == TS_ENVD_TOKEN)
-		return reply_unauthorized(req, "missing access token");
+		return reply_unauthorized(req, f, "missing access token");
 	return 0;
 }
 

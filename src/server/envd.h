@@ -6,6 +6,7 @@
  * checked against its access token), the user it runs as (Basic auth "user:"), and the
  * replies E2B's proxy gives for a sandbox that is not there.
  */
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "backend.h"
@@ -34,6 +35,20 @@ struct ts_envd_target {
  */
 int ts_envd_target(struct ts_srv *srv, struct ts_req *req, enum ts_envd_auth auth,
 		   struct ts_envd_target *ret);
+
+/* A refusal kept for later: its status and JSON body (the caller's: ts_req_reply_json
+ * steals it). */
+struct ts_envd_refusal {
+	unsigned status;
+	json_t *body;
+};
+/*
+ * ts_envd_target that does not answer: a refusal goes to *f for the caller to send when
+ * it may. An upload's is sent once its body is in, since a reply queued while the client
+ * still sends has libmicrohttpd close the connection and the client see a reset.
+ */
+int ts_envd_target_deferred(struct ts_srv *srv, struct ts_req *req, enum ts_envd_auth auth,
+			    struct ts_envd_target *ret, struct ts_envd_refusal *f);
 
 /*
  * The user of an RPC: Basic auth "NAME:" (NULL when absent: the backend's default).

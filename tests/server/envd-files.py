@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import re
+import socket
 import sqlite3
 import struct
 import subprocess
@@ -411,6 +412,30 @@ st, j = E.rpc("Stat", {"path": "/home/user/up/one.txt"})
 t(j.get("entry", {}).get("permissions") == "-rw-r--r--" and j["entry"].get("owner") == "user" and
   E.rpc("Stat", {"path": "/tmp/nested"})[1].get("entry", {}).get("owner") == "user",
   "an uploaded file is 0644 and the user's, its new parents too")
+# the same, chunked in pieces that split the parts (as undici sends a FormData): a
+# part's header may come before any of its data
+body, ct = multipart([("file", "/home/user/chunked/a.txt", b"A" * 70000), ("file", "/home/user/chunked/b.txt", b"B")])
+
+
+def pieces(b, cut=(0,)):
+    heads = [m.end() for m in re.finditer(rb"\r\n\r\n", b)]
+    last = 0
+    for k in heads + [len(b)]:
+        yield b[last:k]
+        time.sleep(0.2)
+        last = k
+
+
+c = E.conn()
+c.request("POST", "/files", body=pieces(body), headers={**E.headers(), "Content-Type": ct},
+          encode_chunked=True)
+r = c.getresponse()
+data = r.read()
+c.close()
+t(r.status == 200 and [x["path"] for x in json.loads(data)] == ["/home/user/chunked/a.txt",
+                                                                 "/home/user/chunked/b.txt"] and
+  E.files("GET", {"path": "/home/user/chunked/a.txt"})[2] == b"A" * 70000,
+  f"multipart chunked so that a part's header comes before its data ({r.status} {data[:200]!r})")
 body, ct = multipart([("file", "ignored-name", b"by query")])
 st, hd, data = E.files("POST", {"path": "/home/user/q.txt"}, body, {"Content-Type": ct})
 t(st == 200 and json.loads(data) == [{"path": "/home/user/q.txt", "name": "q.txt", "type": "file"}] and
@@ -637,7 +662,8 @@ st, j = T.rpc("Stat", {"path": "/home/user"})
 t(st == 200, "... with it: 200")
 T.files("POST", {"path": "/home/user/s.txt"}, b"signed", {"Content-Type": "application/octet-stream"})
 st, hd, data = T.files("GET", {"path": "/home/user/s.txt"}, headers={"X-Access-Token": "wrong"}, token=False)
-t(st == 401 and json.loads(data).get("message") == "access token present in header but does not match",
+t(st == 401 and json.loads(data) == {"code": 401,
+                                    "message": "access token present in header but does not match"},
   f"/files with a wrong header token: 401 ({data!r})")
 st, hd, data = T.files("GET", {"path": "/home/user/s.txt"}, token=False)
 t(st == 401 and json.loads(data) == {"code": 401, "message": "missing signature query parameter"},
@@ -675,6 +701,33 @@ t(st == 200, "a write signature uploads")
 sig = signature("/home/user/s.txt", "read", "", token)
 st, hd, data = T.files("GET", {"path": "/home/user/s.txt", "signature": sig}, sandbox=False, token=False)
 t(st == 200 and data == b"signed", "without E2b-Sandbox-Id the signature finds the sandbox")
+st, hd, data = T.files("GET", {"path": "/home/user/s.txt", "signature": "v1_" + "A" * 43}, sandbox=False,
+                       token=False)
+t(st == 401 and json.loads(data) == {"code": 401, "message": "invalid signature"},
+  f"without E2b-Sandbox-Id a signature no sandbox made: invalid signature ({st} {data!r})")
+st, hd, data = T.files("GET", {"path": "/home/user/s.txt"}, sandbox=False, token=False)
+t(st == 401 and json.loads(data) == {"code": 401, "message": "missing signature query parameter"},
+  f"without E2b-Sandbox-Id nor a signature: missing signature ({st} {data!r})")
+# an upload refused is answered once its body is in: a reply before it has the server
+# close the connection under a client still sending (undici then reports a reset)
+body, ct = multipart([("file", "x.txt", b"refused" * 1000)])
+c = socket.create_connection((T.host, int(T.port)), timeout=5)
+c.sendall((f"POST /files?path=x.txt&signature=v1_{'A' * 43} HTTP/1.1\r\nHost: t\r\n"
+           f"Content-Type: {ct}\r\nContent-Length: {len(body)}\r\n\r\n").encode())
+c.settimeout(0.5)
+try:
+    early = c.recv(4096)
+except socket.timeout:
+    early = b""
+c.settimeout(5)
+try:
+    c.sendall(body)
+    late = c.recv(4096)
+except OSError as ex:
+    late = repr(ex).encode()
+c.close()
+t(early == b"" and late.startswith(b"HTTP/1.1 401") and b'"invalid signature"' in late,
+  f"a refused upload is answered after its body, not before ({early[:60]!r} {late[:60]!r})")
 st, hd, data = E.files("GET", {"path": "/home/user/ld/f.txt"}, token=False)
 t(st == 200, "a sandbox without a token needs no signature")
 
