@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "gowire.h"
+
 #include "cleanup.h"
 #include "util.h"
 
@@ -171,81 +173,17 @@ char *e2b_metadata_query(const char *const *keys, const char *const *values, siz
 	return out;
 }
 
-/* --- base64 ------------------------------------------------------------------------ */
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/* --- base64 (gowire.c) ------------------------------------------------------------ */
 
 int e2b_base64_encode(const void *data, size_t len, char **ret)
 {
-	const uint8_t *p = data;
-	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16;
-
-		if (i + 1 < len)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (i + 2 < len)
-			v |= p[i + 2];
-		*o++ = b64[v >> 18 & 63];
-		*o++ = b64[v >> 12 & 63];
-		*o++ = i + 1 < len ? b64[v >> 6 & 63] : '=';
-		*o++ = i + 2 < len ? b64[v & 63] : '=';
-	}
-	*o = '\0';
-	*ret = out;
-	return 0;
-}
-
-static int b64_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
+	*ret = ts_base64_encode(data, len, NULL);
+	return *ret ? 0 : -ENOMEM;
 }
 
 int e2b_base64_decode(const char *s, uint8_t **ret, size_t *len)
 {
-	size_t n = strlen(s), bits = 0, k = 0, pad = 0;
-	uint32_t acc = 0;
-	uint8_t *out;
-
-	while (n > 0 && s[n - 1] == '=' && pad < 2) {
-		n--;
-		pad++;
-	}
-	if (n % 4 == 1 || (pad && (n + pad) % 4))
-		return -EINVAL;
-	out = malloc(n / 4 * 3 + 3);
-	if (!out)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64_value(s[i]);
-
-		if (v < 0) {
-			free(out);
-			return -EINVAL;
-		}
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[k++] = (uint8_t)(acc >> bits);
-		}
-	}
-	*ret = out;
-	*len = k;
-	return 0;
+	return ts_base64_decode(s, strlen(s), ret, len);
 }
 
 int e2b_basic_user(const char *user, char *buf, size_t len)
@@ -510,38 +448,7 @@ int e2b_rest_errno(long status)
 	}
 }
 
-/* Go's names of the signals (syscall's signal table), as ProcessState prints them. */
-static const char *const go_signals[] = {
-	[SIGHUP] = "hangup",
-	[SIGINT] = "interrupt",
-	[SIGQUIT] = "quit",
-	[SIGILL] = "illegal instruction",
-	[SIGTRAP] = "trace/breakpoint trap",
-	[SIGABRT] = "aborted",
-	[SIGBUS] = "bus error",
-	[SIGFPE] = "floating point exception",
-	[SIGKILL] = "killed",
-	[SIGUSR1] = "user defined signal 1",
-	[SIGSEGV] = "segmentation fault",
-	[SIGUSR2] = "user defined signal 2",
-	[SIGPIPE] = "broken pipe",
-	[SIGALRM] = "alarm clock",
-	[SIGTERM] = "terminated",
-};
-
 int e2b_signal_from_status(const char *status)
 {
-	const char *p;
-
-	if (!status || strncmp(status, "signal: ", 8))
-		return 0;
-	p = status + 8;
-	for (size_t i = 0; i < ELEMENTSOF(go_signals); i++)
-		if (go_signals[i] && ts_startswith(p, go_signals[i]) &&
-		    (!p[strlen(go_signals[i])] || p[strlen(go_signals[i])] == ' '))
-			return (int)i;
-	/* "signal 42" for one Go has no name for */
-	if (!strncmp(p, "signal ", 7))
-		return atoi(p + 7);
-	return 0;
+	return ts_go_signal_parse(status);
 }

@@ -17,6 +17,7 @@
 
 #include "cleanup.h"
 #include "connect.h"
+#include "gowire.h"
 
 /* Deeper than any envd request message; jansson's own parser limit is 2048. */
 #define CONNECT_JSON_DEPTH 32
@@ -517,73 +518,18 @@ json_t *ts_pj_get(json_t *obj, const char *camel, const char *snake)
 	return json_is_null(v) ? NULL : v;
 }
 
-static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 json_t *ts_pj_bytes(const void *p, size_t n)
 {
-	const uint8_t *in = p;
-	size_t i, o = 0;
-	json_t *v;
-	char *s;
+	size_t len;
+	char *s = ts_base64_encode(p, n, &len);
+	json_t *v = s ? json_stringn_nocheck(s, len) : NULL;
 
-	if (n > SIZE_MAX / 2)
-		return NULL;
-	s = malloc((n + 2) / 3 * 4 + 1);
-	if (!s)
-		return NULL;
-	for (i = 0; i + 2 < n; i += 3) {
-		uint32_t w = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-		s[o++] = b64_std[w >> 18 & 63];
-		s[o++] = b64_std[w >> 12 & 63];
-		s[o++] = b64_std[w >> 6 & 63];
-		s[o++] = b64_std[w & 63];
-	}
-	if (n - i == 1) {
-		s[o++] = b64_std[in[i] >> 2];
-		s[o++] = b64_std[(in[i] & 3) << 4];
-		s[o++] = '=';
-		s[o++] = '=';
-	} else if (n - i == 2) {
-		uint32_t w = (uint32_t)in[i] << 8 | in[i + 1];
-		s[o++] = b64_std[w >> 10 & 63];
-		s[o++] = b64_std[w >> 4 & 63];
-		s[o++] = b64_std[(w & 15) << 2];
-		s[o++] = '=';
-	}
-	s[o] = '\0';
-	v = json_stringn_nocheck(s, o);
 	free(s);
 	return v;
 }
 
-static int b64_value(char c, bool url)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == (url ? '-' : '+'))
-		return 62;
-	if (c == (url ? '_' : '/'))
-		return 63;
-	return -1;
-}
-
-/*
- * As Go's protojson decodes bytes: URL-safe alphabet when the text has '-' or '_', else
- * the standard one; padded when its length is a multiple of 4, else unpadded.
- */
 int ts_pj_bytes_decode(json_t *v, uint8_t **ret, size_t *n)
 {
-	const char *s;
-	size_t len, pad = 0, i, o = 0;
-	uint8_t *out;
-	uint32_t acc = 0;
-	unsigned bits = 0;
-	bool url;
-
 	if (!v) {
 		*ret = NULL;
 		*n = 0;
@@ -591,37 +537,7 @@ int ts_pj_bytes_decode(json_t *v, uint8_t **ret, size_t *n)
 	}
 	if (!json_is_string(v))
 		return -EINVAL;
-	s = json_string_value(v);
-	len = json_string_length(v);
-	url = memchr(s, '-', len) || memchr(s, '_', len);
-	if (len % 4 == 0) {
-		while (pad < 2 && len > pad && s[len - 1 - pad] == '=')
-			pad++;
-	} else if (len % 4 == 1) {
-		return -EINVAL;
-	}
-	out = malloc(len / 4 * 3 + 3);
-	if (!out)
-		return -ENOMEM;
-	for (i = 0; i < len - pad; i++) {
-		int d = b64_value(s[i], url);
-
-		if (d < 0) {
-			free(out);
-			return -EINVAL;
-		}
-		acc = acc << 6 | (uint32_t)d;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (uint8_t)(acc >> bits);
-		}
-	}
-	/* what is left over must be padding bits (Go's non-strict decoder ignores their
-	 * value; so do we) */
-	*ret = out;
-	*n = o;
-	return 0;
+	return ts_base64_decode(json_string_value(v), json_string_length(v), ret, n);
 }
 
 json_t *ts_pj_int64(long long v)

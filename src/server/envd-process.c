@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "connect.h"
 #include "envd.h"
+#include "gowire.h"
 #include "server.h"
 
 #define PROC_MAX_ARGS 4096 /* argv entries of one Start */
@@ -209,41 +210,6 @@ static int send_event(struct proc_stream *st, json_t *event)
 	return r;
 }
 
-/* Go's syscall.Signal.String() on Linux, which os.ProcessState.String() prints. */
-static const char *const go_signal_names[] = {
-	[SIGHUP] = "hangup",
-	[SIGINT] = "interrupt",
-	[SIGQUIT] = "quit",
-	[SIGILL] = "illegal instruction",
-	[SIGTRAP] = "trace/breakpoint trap",
-	[SIGABRT] = "aborted",
-	[SIGBUS] = "bus error",
-	[SIGFPE] = "floating point exception",
-	[SIGKILL] = "killed",
-	[SIGUSR1] = "user defined signal 1",
-	[SIGSEGV] = "segmentation fault",
-	[SIGUSR2] = "user defined signal 2",
-	[SIGPIPE] = "broken pipe",
-	[SIGALRM] = "alarm clock",
-	[SIGTERM] = "terminated",
-	[SIGSTKFLT] = "stack fault",
-	[SIGCHLD] = "child exited",
-	[SIGCONT] = "continued",
-	[SIGSTOP] = "stopped (signal)",
-	[SIGTSTP] = "stopped",
-	[SIGTTIN] = "stopped (tty input)",
-	[SIGTTOU] = "stopped (tty output)",
-	[SIGURG] = "urgent I/O condition",
-	[SIGXCPU] = "CPU time limit exceeded",
-	[SIGXFSZ] = "file size limit exceeded",
-	[SIGVTALRM] = "virtual timer expired",
-	[SIGPROF] = "profiling timer expired",
-	[SIGWINCH] = "window changed",
-	[SIGIO] = "I/O possible",
-	[SIGPWR] = "power failure",
-	[SIGSYS] = "bad system call",
-};
-
 /* The end event as envd fills it from Go's os.ProcessState: exitCode (-1 after a signal,
  * omitted when 0), exited, status, and error only when the exit was not clean. */
 static json_t *end_event(const struct ts_cmd_event *ev)
@@ -254,8 +220,9 @@ static json_t *end_event(const struct ts_cmd_event *ev)
 	if (!end)
 		return NULL;
 	if (ev->exit_code < 0 && ev->signal > 0) {
-		if ((size_t)ev->signal < ELEMENTSOF(go_signal_names) && go_signal_names[ev->signal])
-			snprintf(status, sizeof(status), "signal: %s", go_signal_names[ev->signal]);
+		if (ts_go_signal_name(ev->signal))
+			snprintf(status, sizeof(status), "signal: %s",
+				 ts_go_signal_name(ev->signal));
 		else
 			snprintf(status, sizeof(status), "signal: signal %d", ev->signal);
 		json_object_set_new(end, "exitCode", json_integer(-1));
