@@ -223,8 +223,7 @@ const uint8_t *ts_req_body(const struct ts_req *r, size_t *len)
 	return r->body ? r->body : (const uint8_t *)"";
 }
 
-/* Nesting depth of JSON text, strings skipped; > limit stops counting. */
-static bool json_depth_ok(const uint8_t *p, size_t n, unsigned limit)
+bool ts_http_json_depth_ok(const uint8_t *p, size_t n, unsigned limit)
 {
 	unsigned depth = 0;
 	bool in_str = false;
@@ -260,7 +259,7 @@ json_t *ts_req_json(struct ts_req *r, struct ts_error *err)
 		r->json = json_object();
 		return r->json;
 	}
-	if (!json_depth_ok(r->body, r->len, HTTP_JSON_DEPTH)) {
+	if (!ts_http_json_depth_ok(r->body, r->len, HTTP_JSON_DEPTH)) {
 		ts_err(err, -EINVAL, "JSON nested deeper than %d levels", HTTP_JSON_DEPTH);
 		return NULL;
 	}

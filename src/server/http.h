@@ -81,6 +81,9 @@ const uint8_t *ts_req_body(const struct ts_req *r, size_t *len);
 /* The body parsed as one JSON value (depth and size bounded); NULL and err when not JSON.
  * An empty body is {}. Borrowed: freed with the request. */
 json_t *ts_req_json(struct ts_req *r, struct ts_error *err);
+/* Is JSON text nested at most limit levels deep (strings skipped)? A cheap check before
+ * parsing: jansson's own bound is far deeper. */
+bool ts_http_json_depth_ok(const uint8_t *p, size_t n, unsigned limit);
 /* The peer's address, "127.0.0.1:54321" or "unix". */
 const char *ts_req_peer(const struct ts_req *r);
 /* For a streamed body (route.begin): on_data for each piece (return < 0 to fail the

@@ -193,30 +193,6 @@ const uint8_t *ts_v1_body(struct ts_req *req, size_t *len)
 	return b && b->p ? b->p : (const uint8_t *)"";
 }
 
-/* Nesting depth of JSON text within limit (strings skipped). */
-static bool depth_ok(const uint8_t *p, size_t n, unsigned limit)
-{
-	unsigned depth = 0;
-	bool in_str = false;
-
-	for (size_t i = 0; i < n; i++) {
-		if (in_str) {
-			if (p[i] == '\\')
-				i++;
-			else if (p[i] == '"')
-				in_str = false;
-		} else if (p[i] == '"') {
-			in_str = true;
-		} else if (p[i] == '{' || p[i] == '[') {
-			if (++depth > limit)
-				return false;
-		} else if ((p[i] == '}' || p[i] == ']') && depth) {
-			depth--;
-		}
-	}
-	return true;
-}
-
 /* --- auth ---------------------------------------------------------------------------- */
 
 /*
@@ -280,7 +256,7 @@ json_t *ts_v1_body_object(struct ts_req *req)
 		return b && (b->json = json_object()) ? b->json : NULL;
 	if (b->json)
 		return b->json;
-	if (!depth_ok(b->p, b->n, JSON_DEPTH)) {
+	if (!ts_http_json_depth_ok(b->p, b->n, JSON_DEPTH)) {
 		ts_v1_reply_error(req, "invalid_argument", "malformed JSON: nested deeper than %d",
 				  JSON_DEPTH);
 		return NULL;
