@@ -157,9 +157,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	r.b = b;
-	/* E2B's common ground: processes as root through the user option (serve's local
-	 * backend has a root inside only when root made the sandbox, as locally) */
-	if (mode && !strcmp(mode, "root"))
+	/* E2B's common ground: processes as root through the user option. serve asks for a
+	 * root in every sandbox (E2B's templates have one): root's sandboxes have it, an
+	 * ordinary user's through its subordinate ids; under `unshare -r` (one id) none */
+	if (mode && (!strcmp(mode, "root") || !strcmp(mode, "user")))
 		r.caps |= CONF_CAP_ROOT;
 	r.caps |= CONF_CAP_PAUSE;
 	rc = conf_run(&r, argv + 1, (size_t)(argc - 1));
