@@ -495,6 +495,51 @@ static int e2b_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err)
 	return r;
 }
 
+static int e2b_pause(struct ts_sb *sb, struct ts_error *err)
+{
+	struct e2b_resp resp = { 0 };
+	_cleanup_free_ char *path = NULL;
+	json_t *req = json_object();
+	int r;
+
+	if (!req || asprintf(&path, "/sandboxes/%s/pause", sb->id) < 0) {
+		json_decref(req);
+		return ts_err(err, -ENOMEM, "out of memory");
+	}
+	r = e2b_api(sbi(sb)->t.e, "POST", path, req, &resp, err);
+	json_decref(req);
+	if (r == 0 && resp.status == 409)
+		/* the SDK's `false`: it is paused already */
+		r = ts_err(err, -EALREADY, "sandbox `%s` is paused already", sb->id);
+	else if (r == 0 && resp.status != 204 && resp.status != 200)
+		r = ts_err_prefix(err, e2b_resp_error(&resp, "pause", err), "sandbox `%s`", sb->id);
+	e2b_resp_clear(&resp);
+	return r;
+}
+
+/* E2B resumes by connect: 201 when it was paused, 200 when it ran already. */
+static int e2b_resume(struct ts_sb *sb, struct ts_error *err)
+{
+	struct e2b_resp resp = { 0 };
+	_cleanup_free_ char *path = NULL;
+	json_t *req = json_object();
+	int r;
+
+	if (!req || asprintf(&path, "/v2/sandboxes/%s/connect", sb->id) < 0) {
+		json_decref(req);
+		return ts_err(err, -ENOMEM, "out of memory");
+	}
+	r = e2b_api(sbi(sb)->t.e, "POST", path, req, &resp, err);
+	json_decref(req);
+	if (r == 0 && resp.status == 200)
+		r = ts_err(err, -EALREADY, "sandbox `%s` is not paused", sb->id);
+	else if (r == 0 && resp.status != 201)
+		r = ts_err_prefix(err, e2b_resp_error(&resp, "resume", err), "sandbox `%s`",
+				  sb->id);
+	e2b_resp_clear(&resp);
+	return r;
+}
+
 static int e2b_start(struct ts_sb *sb, struct ts_error *err)
 {
 	return ts_err(err, -EOPNOTSUPP,
@@ -555,6 +600,8 @@ static const struct ts_backend_ops e2b_ops = {
 	.sb_set_timeout = e2b_set_timeout,
 	.sb_start = e2b_start,
 	.sb_stop = e2b_stop,
+	.sb_pause = e2b_pause,
+	.sb_resume = e2b_resume,
 	.sb_close = e2b_sb_close,
 	.sb_check_user = e2b_check_user,
 	.cmd_start = e2b_cmd_start,

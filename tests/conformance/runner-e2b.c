@@ -161,6 +161,7 @@ int main(int argc, char **argv)
 	 * backend has a root inside only when root made the sandbox, as locally) */
 	if (mode && !strcmp(mode, "root"))
 		r.caps |= CONF_CAP_ROOT;
+	r.caps |= CONF_CAP_PAUSE;
 	rc = conf_run(&r, argv + 1, (size_t)(argc - 1));
 	ts_backend_free(b);
 	kill(serve, SIGTERM);
