@@ -4,7 +4,8 @@
  *
  *   toren-bench-api latency -n ROUNDS [-w WARMUP] -o OUT.csv [-x CMDFILE] [-s IN:HOST] ID
  *   toren-bench-api stream -n ROUNDS [-w WARMUP] -o OUT.csv [-m MIB,...] ID
- *   toren-bench-api runs -k COUNT [-b BYTES] ID
+ *   toren-bench-api runs -k COUNT [-b BYTES | -c CMD] ID
+ *   toren-bench-api create -n ROUNDS [-w WARMUP] -o OUT.csv
  *
  * latency: in every round, one run of each row, round r starting with row r mod K (as
  * bench/timer.c interleaves; the rows share the machine's slow and fast phases):
@@ -31,8 +32,19 @@
  *   api run N MiB                ts_be_run of `head -c N /dev/zero`, counting the bytes
  *                                in the output callback: from the call to its return.
  *
- * runs: COUNT runs of /bin/true (or with -b, of `head -c BYTES /dev/zero`), untimed: to
- * leave finished processes in init's table for the idle-memory part.
+ * runs: COUNT runs of /bin/true (or with -b, of `head -c BYTES /dev/zero`; with -c, of CMD
+ * split at spaces), untimed: to leave finished processes in init's table for the
+ * idle-memory part, or as many processes at once for bench/run-serve.sh's throughput.
+ *
+ * create: a sandbox made in process as `toren-sandbox serve` makes one for E2B's
+ * Sandbox.create() (ts_sb_create, a 600 s timeout counted from creation), its first
+ * ts_be_run of `/bin/bash -l -c true` (what the SDK's commands.run('true') starts) on the
+ * handle create returned, then ts_sb_kill as serve's DELETE does; rows:
+ *   api create                   ts_sb_create
+ *   api first run                ts_be_run on the new sandbox
+ *   api create + first run       both
+ *   api kill                     ts_sb_kill (stop and remove)
+ * (bench/run-serve.sh: the backend's part of serve's create path, in the same run).
  *
  * OUT.csv is bench/timer.c's: label,round,ns,status; stream rows add a bytes column.
  */
@@ -50,6 +62,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "cleanup.h"
 #include "ctl.h"
 #include "ctlclient.h"
 #include "paths.h"
@@ -465,12 +478,61 @@ static int run_stream(struct bench *B, int n, int warmup, const char *out)
 	return 0;
 }
 
+static int run_create(int n, int warmup, const char *out)
+{
+	_cleanup_(ts_backend_freep) struct ts_backend *b = NULL;
+	struct ts_error err = { 0 };
+	char **argv = words("/bin/bash -l -c true");
+	FILE *o = fopen(out, "w");
+
+	if (!o)
+		die(out, NULL);
+	if (ts_backend_open("local", &b, &err) < 0)
+		die("backend", &err);
+	fprintf(o, "label,round,ns,status\n");
+	for (int r = -warmup; r < n; r++) {
+		struct ts_sb_create_opts co = { .timeout_ms = 600000, .timeout_absolute = true };
+		struct ts_cmd_opts ro = { .argv = argv };
+		struct ts_run_result res;
+		struct ts_sb *sb = NULL;
+		char id[64];
+		long long t0, t1, t2, t3;
+		int st = 0;
+
+		t0 = now_ns();
+		if (ts_sb_create(b, &co, &sb, &err) < 0)
+			die("create", &err);
+		t1 = now_ns();
+		if (ts_be_run(sb, &ro, NULL, NULL, false, 0, &res, &err) < 0)
+			die("first run", &err);
+		t2 = now_ns();
+		st = res.exit_code;
+		ts_run_result_clear(&res);
+		snprintf(id, sizeof(id), "%s", ts_sb_id(sb));
+		ts_sb_close(sb);
+		t3 = now_ns();
+		if (ts_sb_kill(b, id, &err) < 0)
+			die("kill", &err);
+		if (r >= 0) {
+			long long t4 = now_ns();
+
+			fprintf(o, "\"api create\",%d,%lld,0\n", r, t1 - t0);
+			fprintf(o, "\"api first run\",%d,%lld,%d\n", r, t2 - t1, st);
+			fprintf(o, "\"api create + first run\",%d,%lld,%d\n", r, t2 - t0, st);
+			fprintf(o, "\"api kill\",%d,%lld,0\n", r, t4 - t3);
+		}
+	}
+	fclose(o);
+	return 0;
+}
+
 static void usage(void)
 {
 	fputs("usage: toren-bench-api latency -n ROUNDS [-w WARMUP] -o OUT.csv [-x CMDFILE] "
 	      "[-s IN:HOST] ID\n"
 	      "       toren-bench-api stream -n ROUNDS [-w WARMUP] -o OUT.csv [-m MIB,...] ID\n"
-	      "       toren-bench-api runs -k COUNT [-b BYTES] ID\n",
+	      "       toren-bench-api runs -k COUNT [-b BYTES | -c CMD] ID\n"
+	      "       toren-bench-api create -n ROUNDS [-w WARMUP] -o OUT.csv\n",
 	      stderr);
 	exit(2);
 }
@@ -479,6 +541,7 @@ int main(int argc, char **argv)
 {
 	static struct bench B;
 	const char *mode, *out = NULL, *cmdfile = NULL, *statics = NULL, *sizes = "1,64";
+	const char *run_cmd = NULL;
 	int n = 30, warmup = 3, k = 0, opt;
 	unsigned long long bytes = 0;
 
@@ -486,7 +549,7 @@ int main(int argc, char **argv)
 		usage();
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "n:w:o:x:s:m:k:b:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:w:o:x:s:m:k:b:c:")) != -1) {
 		switch (opt) {
 		case 'n':
 			n = atoi(optarg);
@@ -512,9 +575,17 @@ int main(int argc, char **argv)
 		case 'b':
 			bytes = strtoull(optarg, NULL, 10);
 			break;
+		case 'c':
+			run_cmd = optarg;
+			break;
 		default:
 			usage();
 		}
+	}
+	if (!strcmp(mode, "create")) {
+		if (!out || n < 1 || optind != argc)
+			usage();
+		return run_create(n, warmup, out);
 	}
 	if (optind + 1 != argc)
 		usage();
@@ -525,7 +596,7 @@ int main(int argc, char **argv)
 		char **v;
 
 		snprintf(cmd, sizeof(cmd), "/usr/bin/head -c %llu /dev/zero", bytes);
-		v = bytes ? words(cmd) : words("/bin/true");
+		v = run_cmd ? words(run_cmd) : bytes ? words(cmd) : words("/bin/true");
 		for (int i = 0; i < k; i++)
 			if (api_run(&B, v, false) != 0)
 				return 1;

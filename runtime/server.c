@@ -339,13 +339,21 @@ static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 		pause_resume(s, ci, req, req->type == TS_CTL_PAUSE);
 		break;
 	case TS_CTL_ATTACH:
-	case TS_CTL_DETACH:
-	case TS_CTL_WAIT:
 	case TS_CTL_INPUT:
 	case TS_CTL_CLOSE_STDIN:
 	case TS_CTL_RESIZE:
 	case TS_CTL_SIGNAL:
 	case TS_CTL_PS:
+		/* as E2B's paused sandbox: its processes can be neither reached nor listed
+		 * (the backend interface behaves the same on every backend) */
+		if (s->paused) {
+			reply_error(s, ci, req->id, EHOSTDOWN, "the sandbox is paused");
+			break;
+		}
+		ts_proctab_request(s->procs, ci, req);
+		break;
+	case TS_CTL_DETACH:
+	case TS_CTL_WAIT:
 		ts_proctab_request(s->procs, ci, req);
 		break;
 	case TS_CTL_SHUTDOWN: {

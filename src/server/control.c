@@ -22,6 +22,7 @@
 #include "cleanup.h"
 #include "meta.h"
 #include "metrics.h"
+#include "tokens.h"
 #include "util.h"
 
 #define CONTROL_META_MAX 64	    /* metadata pairs of a create or a list filter */
@@ -41,10 +42,26 @@
 static int control_auth(struct ts_srv *srv, struct ts_req *req)
 {
 	const char *key = ts_req_header(req, "X-API-KEY");
+	/* reading needs sandboxes:read; everything else makes or changes sandboxes, which
+	 * is running code: sandboxes:run, never implied by another scope (tokens.h) */
+	const char *scope = strcmp(ts_req_method(req), "GET") ? TS_SCOPE_SANDBOXES_RUN
+							      : TS_SCOPE_SANDBOXES_READ;
+	struct ts_error err = { 0 };
+	int r;
 
-	(void)srv;
+	if (!key || !*key)
+		key = ts_tokens_bearer(ts_req_header(req, "Authorization"));
 	if (!key || !*key) {
 		ts_srv_reply_error(req, 401, "missing API key: send it as the `X-API-KEY` header");
+		return -1;
+	}
+	r = ts_tokens_check(srv->tokens, key, scope, &err);
+	if (r == -EPERM) {
+		ts_srv_reply_error(req, 403, "%s", err.msg);
+		return -1;
+	}
+	if (r < 0) {
+		ts_srv_reply_error(req, 401, "%s", err.msg);
 		return -1;
 	}
 	return 0;

@@ -293,8 +293,8 @@ const struct conf_scenario conf_scenarios[] = {
 	},
 	{
 		.name = "sb.pause-resume",
-		.what = "pause: state paused, processes keep their pid and stdin, nothing new runs, "
-			"a second pause already_exists; resume: the same process goes on",
+		.what = "pause: state paused, nothing runs, is read or reached (E2B: 502), a "
+			"second pause already_exists; resume: the same process, same pid, goes on",
 		.needs = CONF_CAP_PAUSE,
 		.steps = STEPS(
 			NEW(0),
@@ -322,13 +322,16 @@ const struct conf_scenario conf_scenarios[] = {
 			  .sb = 0,
 			  .path = "/home/user/f.txt",
 			  .expect = { .code = TS_BE_UNAVAILABLE } },
-			/* input is taken while paused; the process reads it only after */
-			{ .op = C_STDIN, .sb = 0, .pid = 0, .text = "abc\n" },
+			/* as E2B's: a paused sandbox's processes are neither reached nor listed */
+			{ .op = C_STDIN,
+			  .sb = 0,
+			  .pid = 0,
+			  .text = "abc\n",
+			  .expect = { .code = TS_BE_UNAVAILABLE } },
 			{ .op = C_WAIT_QUIET,
 			  .h = 0,
 			  .ms = 500,
 			  .expect = { .code = TS_BE_TIMEOUT } },
-			{ .op = C_PROCS, .sb = 0, .pid = 0, .expect = { .yes = true } },
 			{ .op = C_SB_LIST,
 			  .meta = RUN_META,
 			  .paused = true,
@@ -339,6 +342,9 @@ const struct conf_scenario conf_scenarios[] = {
 			  .expect = { .sbs = NONE_SBS } },
 			{ .op = C_SB_RESUME, .sb = 0 },
 			{ .op = C_SB_INFO, .sb = 0, .expect = { .state = ST_RUNNING } },
+			/* the same process, with the same pid, listed and reached again */
+			{ .op = C_PROCS, .sb = 0, .pid = 0, .expect = { .yes = true } },
+			{ .op = C_STDIN, .sb = 0, .pid = 0, .text = "abc\n" },
 			{ .op = C_WAIT_END,
 			  .h = 0,
 			  .expect = { .exit_code = 3, .out = "pid ${PID:0}\ngot abc\n" } },
