@@ -654,7 +654,8 @@ static char **keep_config(char **v, size_t n, size_t *budget)
 	return out;
 }
 
-static void attach(struct ts_proctab *t, struct ts_proc *p, int conn, uint32_t req, bool wait_only);
+static void attach(struct ts_proctab *t, struct ts_proc *p, int conn, uint32_t req, bool wait_only,
+		   bool live);
 
 void ts_proctab_spawn(struct ts_proctab *t, int conn, const struct ts_ctl_msg *req)
 {
@@ -791,7 +792,7 @@ void ts_proctab_spawn(struct ts_proctab *t, int conn, const struct ts_ctl_msg *r
 		ts_ctl_msg_free(&m);
 	}
 	if (s.flags & TS_SPAWN_ATTACH)
-		attach(t, p, conn, req->id, false);
+		attach(t, p, conn, req->id, false, false);
 	strv_free(envp);
 	spawn_req_free(&s);
 	return;
@@ -828,9 +829,11 @@ static void send_exited(struct ts_proctab *t, const struct ts_proc *p, int conn,
 	ts_ctl_msg_free(&m);
 }
 
-static void attach(struct ts_proctab *t, struct ts_proc *p, int conn, uint32_t req, bool wait_only)
+static void attach(struct ts_proctab *t, struct ts_proc *p, int conn, uint32_t req, bool wait_only,
+		   bool live)
 {
-	if (!wait_only) {
+	/* live: E2B's Connect hears only what comes after it, never output seen before */
+	if (!wait_only && !live) {
 		/* from where the backlog starts: what is older is gone, and OFFSET says so */
 		for (const struct chunk *c = p->bl_head; c; c = c->next) {
 			struct attacher a = { conn, req, false };
@@ -1076,6 +1079,7 @@ void ts_proctab_request(struct ts_proctab *t, int conn, const struct ts_ctl_msg 
 	switch (req->type) {
 	case TS_CTL_ATTACH: {
 		struct ts_ctl_msg m = { 0 };
+		uint64_t flags = 0;
 
 		ts_ctl_msg_init(&m, TS_CTL_ATTACHED, req->id);
 		if (ts_ctl_put_u64(&m, TS_T_PROC, p->id) == 0 &&
@@ -1085,11 +1089,12 @@ void ts_proctab_request(struct ts_proctab *t, int conn, const struct ts_ctl_msg 
 			emit(t, conn, &m);
 		}
 		ts_ctl_msg_free(&m);
-		attach(t, p, conn, req->id, false);
+		ts_ctl_get_u64(req, TS_T_FLAGS, &flags);
+		attach(t, p, conn, req->id, false, flags & TS_ATTACH_LIVE);
 		break;
 	}
 	case TS_CTL_WAIT:
-		attach(t, p, conn, req->id, true);
+		attach(t, p, conn, req->id, true, false);
 		break;
 	case TS_CTL_DETACH:
 		detach(p, conn);

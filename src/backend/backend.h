@@ -272,9 +272,10 @@ struct ts_proc_sel {
 	pid_t pid;
 	uint64_t proc;
 	const char *tag;
+	bool live; /* ts_cmd_connect: no backlog, only the output from now on (E2B's Connect) */
 };
 
-/* Attach to a running (or recently ended) process: its backlog, then live. */
+/* Attach to a running (or recently ended) process: its backlog (unless p->live), then live. */
 int ts_cmd_connect(struct ts_sb *sb, const struct ts_proc_sel *p, struct ts_cmd **ret,
 		   struct ts_error *err);
 int ts_cmd_fd(const struct ts_cmd *c);

@@ -194,6 +194,8 @@ int ts_local_cmd_connect(struct ts_sb *sb, const struct ts_proc_sel *p, struct t
 	snprintf(l->id, sizeof(l->id), "%s", ts_sb_id(sb));
 	ts_ctl_msg_init(&m, TS_CTL_ATTACH, 0);
 	r = put_sel(&m, p);
+	if (r == 0 && p->live)
+		r = ts_ctl_put_u64(&m, TS_T_FLAGS, TS_ATTACH_LIVE);
 	if (r == 0)
 		r = proc_request(sb, &m, TS_CTL_ATTACHED, &reply, &l->c, err);
 	ts_ctl_msg_free(&m);

@@ -45,7 +45,7 @@ enum ts_ctl_type {
 	TS_CTL_FILE_ENTRY, /* s->c {PATH, TYPE, MODE, SIZE, MTIME, UID, GID, TARGET} */
 	TS_CTL_FILE_EVENT, /* s->c {PATH, EVENT}: a watch event */
 	/* v3: init owns every process's streams (runtime/proctab.h) */
-	TS_CTL_ATTACH,	    /* c->s {selector}: ATTACHED, the backlog and live OUTPUT, EXITED */
+	TS_CTL_ATTACH,	    /* c->s {selector, FLAGS}: ATTACHED, backlog, live OUTPUT, EXITED */
 	TS_CTL_ATTACHED,    /* s->c {PROC, PID}: attached */
 	TS_CTL_DETACH,	    /* c->s {selector}: stop streaming it to this connection; OK */
 	TS_CTL_OUTPUT,	    /* s->c {PROC, STREAM, OFFSET, DATA}: output of an attached process */
@@ -125,6 +125,9 @@ enum ts_ctl_tag {
 #define TS_SPAWN_LOG (1U << 1)	  /* output also to $ROOT/<id>/logs/<proc>.log (exec -d) */
 #define TS_SPAWN_STDIN (1U << 2)  /* stdin is a pipe, written by INPUT */
 #define TS_SPAWN_ATTACH (1U << 3) /* attach the spawning connection */
+
+/* FLAGS of ATTACH (an init that does not know one ignores it) */
+#define TS_ATTACH_LIVE (1U << 0) /* no backlog: only the output from now on, then EXITED */
 
 /* TS_T_STREAM of OUTPUT */
 enum ts_stream {

@@ -693,6 +693,9 @@ static void handle_connect(void *ctx, struct ts_req *req)
 					sel.pid);
 		return;
 	}
+	/* envd forks the process's event channels: a Connect hears what comes after it,
+	 * never output a client before it saw */
+	sel.sel.live = true;
 	if (ts_cmd_connect(t.e->sb, &sel.sel, &c, &err) < 0) {
 		reply_proc_error(req, true, &sel, &err);
 		return;

@@ -18,6 +18,7 @@
 #include "paths.h"
 #include "server.h"
 #include "tokens.h"
+#include "envd-fs.h"
 #include "util.h"
 
 /* --- the sandbox cache ------------------------------------------------------------------- */
@@ -195,13 +196,12 @@ static void fallback_not_found(void *ctx, struct ts_req *r)
 	ts_srv_reply_error(r, 404, "no route for %s %s", ts_req_method(r), ts_req_path(r));
 }
 
-static const struct ts_route no_routes[] = { { 0 } };
-
 int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 {
 	/* the modules' tables, in match order; each module adds itself here */
 	const struct ts_route *const control_tables[] = { ts_control_routes, ts_v1_routes, NULL };
-	const struct ts_route *const envd_tables[] = { ts_envd_process_routes, no_routes, NULL };
+	const struct ts_route *const envd_tables[] = { ts_envd_process_routes, ts_envd_fs_routes,
+						       ts_envd_files_routes, NULL };
 	struct ts_srv srv = { .opts = o };
 	struct serve_signals sig = { .fd = -1 };
 	struct ts_paths paths;
@@ -278,6 +278,7 @@ out:
 	ts_http_listener_free(srv.unix_control);
 	ts_http_listener_free(srv.envd);
 	ts_http_listener_free(srv.control);
+	ts_envd_fs_free(&srv);
 	while (srv.sbs)
 		ts_srv_forget(&srv, srv.sbs->id);
 	ts_loop_del_fd(sig.watch);

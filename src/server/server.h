@@ -48,6 +48,7 @@ struct ts_srv {
 	struct ts_http_listener *control, *envd, *unix_control;
 	struct ts_srv_sb *sbs; /* open sandbox handles, by id (srv_sandbox) */
 	struct ts_loop_timer *reaper;
+	struct ts_envd_fs *fs; /* envd-fs.c's polling watchers (ts_envd_fs_free) */
 };
 
 /* Run serve until SIGINT/SIGTERM. 0, or -errno with err. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * /v1 REST (v1.h): the routes, their token scopes, JSON in and out, sandboxes, processes,
- * whole files through ts_xfer (commands: v1-cmd.c).
+ * /v1 REST (v1.h): the routes, their token scopes, bodies and JSON in and out, errors,
+ * sandboxes and processes (commands: v1-cmd.c, files: v1-files.c).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -24,7 +24,6 @@
 #include "util.h"
 #include "v1.h"
 
-#define STEPS_PER_WAKE 64 /* events handled per loop wake-up, so one stream never starves others */
 #define STDIN_CHUNK (64U << 10) /* bytes of input per message to the sandbox */
 
 /* --- replies ------------------------------------------------------------------------- */
@@ -186,11 +185,6 @@ static int begin_json(void *ctx, struct ts_req *req)
 	return body_begin(req, TS_HTTP_BODY_MAX);
 }
 
-static int begin_file(void *ctx, struct ts_req *req)
-{
-	return body_begin(req, TS_V1_FILE_MAX);
-}
-
 const uint8_t *ts_v1_body(struct ts_req *req, size_t *len)
 {
 	struct body *b = ts_req_userdata(req);
@@ -229,10 +223,31 @@ static bool depth_ok(const uint8_t *p, size_t n, unsigned limit)
  * Does req carry a token with scope? Bearer first, else X-API-KEY (the E2B SDKs' header;
  * an E2B key maps to a token in the tokens file). Replies 401/403 itself when not.
  */
+int ts_v1_check_token(struct ts_srv *srv, struct ts_req *req, const char *scope,
+		      struct ts_error *err)
+{
+	const char *secret = ts_tokens_bearer(ts_req_header(req, "Authorization"));
+
+	if (!secret)
+		secret = ts_req_header(req, "X-API-KEY");
+	return ts_tokens_check(srv->tokens, secret, scope, err);
+}
+
+void ts_v1_reply_token_error(struct ts_req *req, int r, const struct ts_error *err)
+{
+	if (r == -EACCES) {
+		ts_req_add_header(req, "WWW-Authenticate", "Bearer");
+		ts_v1_reply_error(req, "unauthenticated", "%s", err->msg);
+	} else if (r == -EPERM) {
+		ts_v1_reply_error(req, "permission_denied", "%s", err->msg);
+	} else {
+		ts_v1_reply_error(req, "internal", "%s", err->msg);
+	}
+}
+
 bool ts_v1_authorized(struct ts_srv *srv, struct ts_req *req, const char *scope)
 {
 	struct ts_error err = { 0 };
-	const char *secret = ts_tokens_bearer(ts_req_header(req, "Authorization"));
 	struct body *b = ts_req_userdata(req);
 	int r;
 
@@ -246,20 +261,10 @@ bool ts_v1_authorized(struct ts_srv *srv, struct ts_req *req, const char *scope)
 		ts_v1_reply_error(req, "internal", "out of memory");
 		return false;
 	}
-	if (!secret)
-		secret = ts_req_header(req, "X-API-KEY");
-	r = ts_tokens_check(srv->tokens, secret, scope, &err);
-	if (r == 0)
-		return true;
-	if (r == -EACCES) {
-		ts_req_add_header(req, "WWW-Authenticate", "Bearer");
-		ts_v1_reply_error(req, "unauthenticated", "%s", err.msg);
-	} else if (r == -EPERM) {
-		ts_v1_reply_error(req, "permission_denied", "%s", err.msg);
-	} else {
-		ts_v1_reply_error(req, "internal", "%s", err.msg);
-	}
-	return false;
+	r = ts_v1_check_token(srv, req, scope, &err);
+	if (r < 0)
+		ts_v1_reply_token_error(req, r, &err);
+	return r == 0;
 }
 
 /* --- input --------------------------------------------------------------------------- */
@@ -850,238 +855,6 @@ static void h_stdin(void *ctx, struct ts_req *req)
 	ts_req_reply(req, 204, NULL, NULL, 0);
 }
 
-/* --- files --------------------------------------------------------------------------- */
-
-/* ?path= (required) and ?user=; replies 400 when path is missing. */
-static bool file_args(struct ts_req *req, const char **path, const char **user)
-{
-	*path = ts_req_query(req, "path");
-	*user = ts_req_query(req, "user");
-	if (!*path || !**path || strlen(*path) > 4096) {
-		ts_v1_reply_error(req, "invalid_argument", "`path` is required (1-4096 bytes)");
-		return false;
-	}
-	if (*user && !**user)
-		*user = NULL;
-	return true;
-}
-
-struct get {
-	struct ts_srv_sb *e; /* a reference: the handle stays while the stream runs */
-	struct ts_stream *s;
-	struct ts_xfer *x;
-	struct ts_loop_fd *w;
-	bool closed, paused, done;
-	unsigned in_pump;
-};
-
-static void get_free(struct get *g)
-{
-	ts_loop_del_fd(g->w);
-	ts_xfer_close(g->x);
-	ts_srv_sb_unref(g->e);
-	free(g);
-}
-
-static void get_on_close(void *userdata, bool client_gone)
-{
-	struct get *g = userdata;
-
-	g->closed = true;
-	if (!g->in_pump)
-		get_free(g);
-}
-
-static void get_pump(void *userdata)
-{
-	struct get *g = userdata;
-	struct ts_error err = { 0 };
-
-	g->in_pump++;
-	for (unsigned i = 0; i < STEPS_PER_WAKE && !g->closed && !g->done; i++) {
-		const uint8_t *d;
-		size_t len;
-		int r;
-
-		if (ts_stream_pending(g->s) > TS_HTTP_STREAM_HIGH) {
-			g->paused = true;
-			ts_loop_mod_fd(g->w, 0);
-			break;
-		}
-		r = ts_xfer_step(g->x, &d, &len, &err);
-		if (r == 0)
-			break;
-		if (r == 1 && ts_stream_write(g->s, d, len) == 0)
-			continue;
-		g->done = true;
-		/* the status went out with the first byte: a failure can only cut the body
-		 * short, which the client sees as a broken chunked transfer */
-		if (r == 2)
-			ts_stream_end(g->s);
-		else
-			ts_stream_abort(g->s);
-	}
-	if (!g->closed && !g->done && !g->paused)
-		ts_loop_mod_fd(g->w, ts_xfer_events(g->x));
-	if (!--g->in_pump && g->closed)
-		get_free(g);
-}
-
-static void get_on_drain(void *userdata)
-{
-	struct get *g = userdata;
-
-	if (g->paused) {
-		g->paused = false;
-		get_pump(g);
-	}
-}
-
-static void get_on_fd(void *userdata, short revents)
-{
-	get_pump(userdata);
-}
-
-static void h_file_get(void *ctx, struct ts_req *req)
-{
-	struct ts_srv *srv = ctx;
-	struct ts_error err = { 0 };
-	struct ts_be_entry e = { 0 };
-	const char *path, *user;
-	const uint8_t *d = NULL;
-	struct ts_srv_sb *entry = NULL;
-	struct ts_sb *sb;
-	struct get *g;
-	size_t len = 0;
-	int first;
-
-	if (!ts_v1_authorized(srv, req, TS_SCOPE_FILES_READ) || !file_args(req, &path, &user) ||
-	    !(sb = ts_v1_route_sandbox(srv, req, &entry)))
-		return;
-	/* what can be known before the status is: that the file is there and a file */
-	if (ts_file_stat(sb, path, user, &e, &err) < 0) {
-		ts_v1_reply_be_error(req, &err);
-		return;
-	}
-	if (e.type == TS_BE_DIR) {
-		ts_be_entry_clear(&e);
-		ts_v1_reply_error(req, "invalid_argument", "`%.256s` is a directory", path);
-		return;
-	}
-	ts_be_entry_clear(&e);
-	g = calloc(1, sizeof(*g));
-	if (!g) {
-		ts_v1_reply_error(req, "internal", "out of memory");
-		return;
-	}
-	g->e = ts_srv_sb_ref(entry);
-	if (ts_xfer_read_start(sb, path, user, &g->x, &err) < 0) {
-		ts_srv_sb_unref(g->e);
-		free(g);
-		ts_v1_reply_be_error(req, &err);
-		return;
-	}
-	/* The sandbox's first answer decides the status (a file the user may not read is
-	 * 403, not a 200 cut short): wait for it here, bounded like any backend request;
-	 * the rest streams from the loop. */
-	for (;;) {
-		struct pollfd p = { .fd = ts_xfer_fd(g->x), .events = ts_xfer_events(g->x) };
-		int pr;
-
-		first = ts_xfer_step(g->x, &d, &len, &err);
-		if (first != 0)
-			break;
-		pr = poll(&p, 1, TS_BE_REPLY_MS);
-		if (pr == 0 || (pr < 0 && errno != EINTR)) {
-			first = ts_err(&err, -ETIMEDOUT, "the sandbox did not answer in %d s",
-				       TS_BE_REPLY_MS / 1000);
-			break;
-		}
-	}
-	if (first < 0) {
-		get_free(g);
-		ts_v1_reply_be_error(req, &err);
-		return;
-	}
-	g->w = ts_loop_add_fd(srv->loop, ts_xfer_fd(g->x), ts_xfer_events(g->x), get_on_fd, g);
-	if (!g->w) {
-		get_free(g);
-		ts_v1_reply_error(req, "internal", "cannot watch the transfer");
-		return;
-	}
-	g->s = ts_req_stream(req, 200, "application/octet-stream", get_on_close, g, &err);
-	if (!g->s) {
-		get_free(g);
-		ts_v1_reply_error(req, "internal", "%s", err.msg);
-		return;
-	}
-	ts_stream_on_drain(g->s, get_on_drain);
-	g->in_pump++;
-	if (first == 1 && ts_stream_write(g->s, d, len) < 0) {
-		g->done = true;
-		ts_stream_abort(g->s);
-	} else if (first == 2) {
-		g->done = true;
-		ts_stream_end(g->s);
-	}
-	if (!--g->in_pump && g->closed) {
-		get_free(g);
-		return;
-	}
-	if (!g->done)
-		get_pump(g);
-}
-
-static void h_file_put(void *ctx, struct ts_req *req)
-{
-	struct ts_srv *srv = ctx;
-	struct ts_error err = { 0 };
-	const char *path, *user, *ms;
-	const uint8_t *body;
-	struct ts_sb *sb;
-	unsigned long long mode = 0;
-	size_t len;
-	int r;
-
-	if (!ts_v1_authorized(srv, req, TS_SCOPE_FILES_WRITE) || !file_args(req, &path, &user))
-		return;
-	ms = ts_req_query(req, "mode");
-	if (ms) {
-		char *end;
-
-		errno = 0;
-		mode = strtoull(ms, &end, 8);
-		if (errno || end == ms || *end || mode > 07777) {
-			ts_v1_reply_error(req, "invalid_argument", "`mode` is octal, at most 7777");
-			return;
-		}
-	}
-	if (!(sb = ts_v1_route_sandbox(srv, req, NULL)))
-		return;
-	body = ts_v1_body(req, &len);
-	/* E2B's uploads create the parents; so do ours */
-	{
-		_cleanup_free_ char *dir = strdup(path);
-		char *slash = dir ? strrchr(dir, '/') : NULL;
-		bool made;
-
-		if (slash && slash != dir) {
-			*slash = '\0';
-			if (ts_file_mkdir(sb, dir, user, &made, &err) < 0) {
-				ts_v1_reply_be_error(req, &err);
-				return;
-			}
-		}
-	}
-	r = ts_file_write(sb, path, user, body ? body : (const uint8_t *)"", len,
-			  ms ? (int)mode : -1, &err);
-	if (r < 0) {
-		ts_v1_reply_be_error(req, &err);
-		return;
-	}
-	reply_json(req, 200, json_pack("{s:s,s:I}", "path", path, "size", (json_int_t)len));
-}
-
 /* --- the document and the rest ------------------------------------------------------- */
 
 static void h_openapi(void *ctx, struct ts_req *req)
@@ -1133,8 +906,8 @@ const struct ts_route ts_v1_routes[] = {
 	{ "GET", "/v1/sandboxes/*", h_get, begin_json, 0 },
 	{ "DELETE", "/v1/sandboxes/*", h_delete, begin_json, 0 },
 	{ "POST", "/v1/sandboxes/*/commands", ts_v1_commands, begin_json, 0 },
-	{ "GET", "/v1/sandboxes/*/files", h_file_get, begin_json, 0 },
-	{ "PUT", "/v1/sandboxes/*/files", h_file_put, begin_file, TS_V1_FILE_MAX },
+	{ "GET", "/v1/sandboxes/*/files", ts_v1_file_get, begin_json, 0 },
+	{ "PUT", "/v1/sandboxes/*/files", ts_v1_file_put, ts_v1_file_put_begin, TS_V1_FILE_MAX },
 	{ "GET", "/v1/sandboxes/*/processes", h_processes, begin_json, 0 },
 	{ "POST", "/v1/sandboxes/*/processes/*/kill", h_kill, begin_json, 0 },
 	{ "POST", "/v1/sandboxes/*/processes/*/stdin", h_stdin, begin_json, 0 },

@@ -32,8 +32,11 @@ extern const size_t ts_v1_openapi_json_len;
 #include "http.h"
 #include "server.h"
 
-/* The command route (v1-cmd.c). */
+/* The command route (v1-cmd.c) and the file routes (v1-files.c). */
 void ts_v1_commands(void *ctx, struct ts_req *req);
+void ts_v1_file_get(void *ctx, struct ts_req *req);
+int ts_v1_file_put_begin(void *ctx, struct ts_req *req);
+void ts_v1_file_put(void *ctx, struct ts_req *req);
 
 /* {"error":{"code":code,"message":msg}} */
 json_t *ts_v1_error_json(const char *code, const char *msg);
@@ -43,6 +46,10 @@ void ts_v1_reply_error(struct ts_req *req, const char *code, const char *fmt, ..
 /* The /v1 code of a backend failure, and the reply of one. */
 const char *ts_v1_be_code(const struct ts_error *err);
 void ts_v1_reply_be_error(struct ts_req *req, const struct ts_error *err);
+/* Does req carry a token with scope? 0, -EACCES (401), -EPERM (403); the reply of one. */
+int ts_v1_check_token(struct ts_srv *srv, struct ts_req *req, const char *scope,
+		      struct ts_error *err);
+void ts_v1_reply_token_error(struct ts_req *req, int r, const struct ts_error *err);
 /* May req go on: its body within bounds (else 413), a token with scope (Bearer, else
  * X-API-KEY; else 401/403)? Replies itself when not. */
 bool ts_v1_authorized(struct ts_srv *srv, struct ts_req *req, const char *scope);

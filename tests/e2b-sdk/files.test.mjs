@@ -150,33 +150,53 @@ test('rename moves a file and returns the new entry', T, async (t) => {
   assert.ok(err instanceof NotFoundError, describe(err))
 })
 
-test('watchDir reports create, write, rename, remove; recursive sees subdirectories', T, async (t) => {
+// A watch of dir whose events are collected; stopped when the test ends.
+async function watch(t, sbx, dir, opts) {
+  const ev = []
+  const h = await sbx.files.watchDir(dir, (e) => ev.push(e), opts)
+  t.after(() => h.stop())
+  return { ev, h }
+}
+const has = (ev, name, type) => ev.some((e) => e.name === name && e.type === type)
+
+test('watchDir: files.write shows as create and write of that name', T, async (t) => {
+  const sbx = await sandbox(t)
+  await sbx.files.makeDir('w')
+  const { ev } = await watch(t, sbx, 'w')
+  await sbx.files.write('w/x.txt', 'data')
+  await waitFor(() => `create and write events of x.txt (got ${JSON.stringify(ev)})`, () => has(ev, 'x.txt', 'create') && has(ev, 'x.txt', 'write'))
+  assert.ok(ev.every((e) => e.name === 'x.txt'), `events of other names: ${JSON.stringify(ev)}`)
+})
+
+test('watchDir: changes made by commands: create, write, rename, chmod, remove', T, async (t) => {
+  const sbx = await sandbox(t)
+  await sbx.files.makeDir('w')
+  const { ev } = await watch(t, sbx, 'w')
+  await sbx.commands.run('cd /home/user/w && echo hi > a.txt && mv a.txt b.txt && chmod 600 b.txt && rm b.txt')
+  await waitFor(() => `create, write, rename, chmod and remove events (got ${JSON.stringify(ev)})`, () =>
+    has(ev, 'a.txt', 'create') && has(ev, 'a.txt', 'write') && has(ev, 'a.txt', 'rename') &&
+    has(ev, 'b.txt', 'create') && has(ev, 'b.txt', 'chmod') && has(ev, 'b.txt', 'remove'))
+})
+
+test('watchDir: not recursive by default; recursive with includeEntry sees subdirectories', T, async (t) => {
   const sbx = await sandbox(t)
   await sbx.files.makeDir('w/sub')
-  const ev = []
-  const h = await sbx.files.watchDir('w', (e) => ev.push(e))
-  t.after(() => h.stop())
-  await sbx.files.write('w/x.txt', 'data')
-  await waitFor('create and write events of x.txt', () =>
-    ev.some((e) => e.name === 'x.txt' && e.type === 'create') && ev.some((e) => e.name === 'x.txt' && e.type === 'write'))
-  await sbx.files.rename('w/x.txt', 'w/y.txt')
-  await waitFor('a rename event', () => ev.some((e) => e.name === 'x.txt' && e.type === 'rename'))
-  await sbx.files.remove('w/y.txt')
-  await waitFor('a remove event', () => ev.some((e) => e.name === 'y.txt' && e.type === 'remove'))
-  await sbx.files.write('w/sub/not-recursive.txt', 'n')
-  await sleep(500)
+  const { ev, h } = await watch(t, sbx, 'w')
+  await sbx.commands.run('echo n > /home/user/w/sub/not-recursive.txt; echo y > /home/user/w/top.txt')
+  await waitFor('the event of top.txt', () => has(ev, 'top.txt', 'create'))
   assert.ok(!ev.some((e) => e.name.includes('not-recursive')), JSON.stringify(ev))
   await h.stop()
-
-  const rev = []
-  const rh = await sbx.files.watchDir('w', (e) => rev.push(e), { recursive: true, includeEntry: true })
-  t.after(() => rh.stop())
-  await sbx.files.write('w/sub/deep.txt', 'deep')
-  const c = await waitFor('a recursive create event', () => rev.find((e) => e.name === 'sub/deep.txt' && e.type === 'create'))
+  const { ev: rev } = await watch(t, sbx, 'w', { recursive: true, includeEntry: true })
+  await sbx.commands.run('echo deep > /home/user/w/sub/deep.txt')
+  const c = await waitFor(() => `a recursive create event (got ${JSON.stringify(rev)})`, () => rev.find((e) => e.name === 'sub/deep.txt' && e.type === 'create'))
   assert.equal(c.entry?.path, '/home/user/w/sub/deep.txt')
-  await rh.stop()
+  assert.equal(c.entry?.type, 'file')
+})
 
-  const onFile = await rejection(sbx.files.watchDir('w/sub/deep.txt', () => {}))
+test('watchDir of a file is InvalidArgumentError, of a missing path NotFoundError', T, async (t) => {
+  const sbx = await sandbox(t)
+  await sbx.files.write('wf.txt', 'f')
+  const onFile = await rejection(sbx.files.watchDir('wf.txt', () => {}))
   assert.ok(onFile instanceof InvalidArgumentError, describe(onFile))
   const missing = await rejection(sbx.files.watchDir('no-such-dir', () => {}))
   assert.ok(missing instanceof NotFoundError, describe(missing))
@@ -201,23 +221,33 @@ test('uploadUrl and downloadUrl work with a plain fetch and are signed', T, asyn
   assert.equal(got.status, 200)
   assert.equal(await got.text(), 'uploaded by fetch')
 
-  // Expiring signatures, and what a wrong or missing signature gets.
+  // An expiring signature.
   const exp = await sbx.downloadUrl('signed/up.txt', { useSignatureExpiration: 60 })
   assert.ok(new URL(exp).searchParams.get('signature_expiration'))
   assert.equal(await (await fetch(exp)).text(), 'uploaded by fetch')
+})
+
+test('a wrong or missing URL signature gets envd\'s 401 bodies; a read signature does not write', T, async (t) => {
+  const sbx = await sandbox(t)
+  await sbx.files.write('signed/up.txt', 'uploaded by fetch')
+  const down = await sbx.downloadUrl('signed/up.txt')
+  const form = new FormData()
+  form.append('file', new Blob(['overwritten']), 'up.txt')
   const bad = new URL(down)
   bad.searchParams.set('signature', 'v1_' + 'A'.repeat(43))
   const r1 = await fetch(bad)
-  assert.equal(r1.status, 401)
-  assert.deepEqual(await r1.json(), { code: 401, message: 'invalid signature' })
+  const b1 = await r1.text()
+  assert.equal(r1.status, 401, b1)
+  assert.deepEqual(JSON.parse(b1), { code: 401, message: 'invalid signature' })
   const none = new URL(down)
   none.searchParams.delete('signature')
   const r2 = await fetch(none)
-  assert.equal(r2.status, 401)
-  assert.deepEqual(await r2.json(), { code: 401, message: 'missing signature query parameter' })
+  const b2 = await r2.text()
+  assert.equal(r2.status, 401, b2)
+  assert.deepEqual(JSON.parse(b2), { code: 401, message: 'missing signature query parameter' })
   // A signature for reading does not allow writing.
   const r3 = await fetch(down, { method: 'POST', body: form })
-  assert.equal(r3.status, 401)
+  assert.equal(r3.status, 401, await r3.text())
   assert.equal(await sbx.files.read('signed/up.txt'), 'uploaded by fetch')
 })
 

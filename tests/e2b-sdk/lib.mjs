@@ -16,7 +16,8 @@ export async function sandbox(t, opts = {}) {
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-// Polls fn until it returns a truthy value; throws with what it saw last on timeout.
+// Polls fn until it returns a truthy value; throws with what it saw last on timeout (what
+// may be a function, called then, to say more).
 export async function waitFor(what, fn, timeoutMs = 10_000, everyMs = 100) {
   const end = Date.now() + timeoutMs
   let last
@@ -27,7 +28,7 @@ export async function waitFor(what, fn, timeoutMs = 10_000, everyMs = 100) {
     } catch (e) {
       last = e
     }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last instanceof Error ? `${last.name}: ${last.message}` : JSON.stringify(last)})`)
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what} (last: ${last instanceof Error ? `${last.name}: ${last.message}` : JSON.stringify(last)})`)
     await sleep(everyMs)
   }
 }

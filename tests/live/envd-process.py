@@ -731,15 +731,33 @@ def run(addr, sid):
       f"2 MiB of stdin in one SendInput ({s1[0]}, wc says {o['stdout'].strip()!r})")
     st.close()
 
+    # --- Connect hears only what comes after it (envd forks the event channels)
+    st = Stream(addr, sid, "Start", start_msg("/bin/sh", ["-c", "echo before; sleep 2; echo after"],
+                                              stdin=False))
+    seen = b""
+    pid = None
+    while b"before" not in seen:
+        e = st.next(10)
+        if e is None:
+            break
+        ev = e[2].get("event", {})
+        pid = ev.get("start", {}).get("pid", pid)
+        seen += base64.b64decode(ev.get("data", {}).get("stdout", ""))
+    st.close()
+    c2 = Stream(addr, sid, "Connect", {"process": {"pid": pid}})
+    o = collect(c2)
+    t(o["pid"] == pid and o["stdout"] == b"after\n" and o["end"] == end_event(0),
+      f"Connect after output was seen: only the later output ({o['stdout']!r})")
+    c2.close()
+
     # --- a late Connect to a process that ended: start first, its end last
     st = Stream(addr, sid, "Start", start_msg("/bin/sh", ["-c", "echo bye; exit 2"], stdin=False))
     o = collect(st)
     st.close()
     c2 = Stream(addr, sid, "Connect", {"process": {"pid": o["pid"]}})
     o2 = collect(c2)
-    t(o2["frames"] and o2["frames"][0] == o["frames"][0] and o2["end"] == end_event(2) and
-      o2["endstream"] == END_OK,
-      f"Connect after the end: start, then the end event ({o2['frames']!r})")
+    t(o2["frames"] == [o["frames"][0], end_event(2), END_OK],
+      f"Connect after the end: start and end only, no output again ({o2['frames']!r})")
     c2.close()
     status, _, body = unary(addr, sid, "SendSignal",
                             {"process": {"pid": o["pid"]}, "signal": "SIGNAL_SIGKILL"})

@@ -9,6 +9,7 @@ serves it, else by giving a CLI sandbox a token in serve's own database).
 
 TAP on stdout. Env: TS_CLI, TOREN_SANDBOX_ROOT (tests/live/modes.sh sets both).
 """
+import atexit
 import base64
 import gzip
 import hashlib
@@ -16,7 +17,6 @@ import http.client
 import json
 import os
 import re
-import socket
 import sqlite3
 import struct
 import subprocess
@@ -35,6 +35,20 @@ n = 0
 failed = 0
 serve = None
 created = []
+small = None  # a tiny tmpfs for the full-disk case (root mode)
+
+
+def cleanup():
+    if serve and serve.poll() is None:
+        serve.kill()
+    for x in created:
+        subprocess.run([cli, "rm", "-f", "--purge", x], capture_output=True)
+    if small:
+        subprocess.run(["umount", small], capture_output=True)
+        os.rmdir(small)
+
+
+atexit.register(cleanup)
 
 
 def t(cond, desc):
@@ -52,10 +66,6 @@ def diag(msg):
 
 
 def bail(why):
-    if serve:
-        serve.kill()
-    for sb in created:
-        subprocess.run([cli, "rm", "-f", sb], capture_output=True)
     if must_work:
         print(f"1..{n + 1}\nnot ok {n + 1} - cannot run: {why} (TS_TESTS_MUST_WORK=1)")
         sys.exit(1)
@@ -464,6 +474,24 @@ except (OSError, http.client.HTTPException):
     st = -1
 c.close()
 t(st == 413, f"an upload declaring more than 8 GiB: 413 ({st})")
+# a full disk: a sandbox whose home is a 1 MiB tmpfs (mounting it needs root)
+if has_root:
+    import tempfile
+
+    small = tempfile.mkdtemp(prefix="ts-envd-small-")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small]).returncode == 0:
+        full = run("create", "--workspace", small).split()[-1]
+        created.append(full)
+        F = Envd(envd_addr, full)
+        st, hd, data = F.files("POST", {"path": "/home/user/fill"}, b"z" * (3 << 20),
+                               {"Content-Type": "application/octet-stream"})
+        st2, _ = F.rpc("Stat", {"path": "/home/user/fill"})
+        t(st == 507 and json.loads(data).get("code") == 507 and st2 == 404,
+          f"an upload that fills the disk: 507, and no partial file ({st} {data[:200]!r})")
+    else:
+        t(True, "an upload that fills the disk: 507 # SKIP cannot mount a tmpfs")
+else:
+    t(True, f"an upload that fills the disk: 507 # SKIP {mode} mode cannot mount a small disk")
 
 # metadata
 st, hd, data = E.files("POST", {"path": "/home/user/meta.txt"}, b"m",
@@ -673,7 +701,5 @@ err = serve.stderr.read()
 t(rc == 0, f"serve ends cleanly on SIGTERM ({rc})")
 if rc != 0:
     diag(err[-3000:])
-for x in created:
-    subprocess.run([cli, "rm", "-f", x], capture_output=True)
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

@@ -103,13 +103,14 @@ with open(tokens_file, "w") as f:
 os.chmod(tokens_file, 0o600)
 
 
-def start_serve(listen, tokens=True, wait=True):
+def start_serve(listen, tokens=True, wait=True, env=None):
     envd = f"127.0.0.1:{free_port()}"
     args = [cli, "serve", "--listen", listen, "--envd-listen", envd]
     if tokens:
         args += ["--tokens-file", tokens_file]
     log = open(os.path.join(tmp, f"serve-{len(procs)}.log"), "w+")
-    p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                         env=dict(os.environ, **(env or {})))
     procs.append(p)
     p.log = log
     if not wait:
@@ -132,6 +133,24 @@ def log_of(p):
     p.log.seek(0)
     return p.log.read()
 
+
+# a token made by the CLI: its secret printed once, only its hash in the file
+p = subprocess.run([cli, "serve", "--add-token", "cli-made", "--scopes", "sandboxes:read",
+                    "--tokens-file", tokens_file], capture_output=True, text=True, timeout=30)
+CLI_TOKEN = p.stdout.strip()
+with open(tokens_file) as f:
+    stored = f.read()
+t(p.returncode == 0 and CLI_TOKEN.startswith("e2b_") and len(CLI_TOKEN) == 68 and
+  CLI_TOKEN not in stored and hashlib.sha256(CLI_TOKEN.encode()).hexdigest() in stored and
+  CLI_TOKEN not in p.stderr,
+  f"serve --add-token prints a secret once and stores its hash ({p.returncode} {p.stderr.strip()})")
+p = subprocess.run([cli, "serve", "--add-token", "cli-made", "--scopes", "sandboxes:read",
+                    "--tokens-file", tokens_file], capture_output=True, text=True, timeout=30)
+t(p.returncode != 0 and "exists" in p.stderr, "a name taken is refused")
+p = subprocess.run([cli, "serve", "--add-token", "x", "--scopes", "sandboxes:all",
+                    "--tokens-file", tokens_file], capture_output=True, text=True, timeout=30)
+t(p.returncode != 0 and "scope" in p.stderr and open(tokens_file).read() == stored,
+  "an unknown scope is refused and the file is unchanged")
 
 port = free_port()
 serve = start_serve(f"127.0.0.1:{port}")
@@ -214,6 +233,9 @@ st, _, j = jreq("POST", "/v1/sandboxes", body={}, token=FILES)
 t(st == 403 and is_error(j, "permission_denied"), f"files:* cannot create: 403 ({st})")
 st, _, j = jreq("GET", "/v1/sandboxes", token=FILES)
 t(st == 403 and is_error(j, "permission_denied"), f"files:* cannot list: 403 ({st})")
+st, _, _ = jreq("GET", "/v1/sandboxes", token=CLI_TOKEN)
+st2, _, _ = jreq("POST", "/v1/sandboxes", body={}, token=CLI_TOKEN)
+t(st == 200 and st2 == 403, f"the CLI-made token lists (200) and cannot create (403): {st}, {st2}")
 
 # --- malformed and oversized bodies -----------------------------------------------------
 st, _, j = jreq("POST", "/v1/sandboxes", raw=b'{"image": ', headers={"Content-Type": "application/json"})
@@ -307,8 +329,8 @@ t(st == 413, f"a 2 MiB command body: 413 ({st})")
 
 # --- commands: the ndjson stream --------------------------------------------------------
 class Stream:
-    def __init__(self, body, accept=True):
-        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    def __init__(self, body, accept=True, to_port=None):
+        self.c = http.client.HTTPConnection("127.0.0.1", to_port or port, timeout=60)
         h = {"Authorization": f"Bearer {FULL}", "Content-Type": "application/json"}
         if accept:
             h["Accept"] = "application/x-ndjson"
@@ -359,14 +381,32 @@ t(st == 200 and ev and text_of(evs, "stdout") == b"done\n" and ev.get("exit_code
 t(s.event() is None, "the stream ends after the end event")
 s.close()
 
-s = Stream({"cmd": "head -c 20000000 /dev/urandom | base64 -w 0; echo", "stream": True}, accept=False)
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+# A serve of its own, whose memory says what it holds: a sanitizer build's allocator
+# would count its quarantine of freed blocks too (tens of MB here), so that is off.
+bp_port = free_port()
+bp = start_serve(f"127.0.0.1:{bp_port}", env={"ASAN_OPTIONS": "quarantine_size_mb=0:halt_on_error=1"})
+rss_before = rss_kb(bp.pid)
+s = Stream({"cmd": "head -c 20000000 /dev/urandom | base64 -w 0; echo", "stream": True}, accept=False,
+           to_port=bp_port)
 t(s.status == 200 and s.ctype.startswith("application/x-ndjson"), '"stream": true also streams')
-time.sleep(1)  # let serve meet a client that does not read: it must stop, not buffer it all
+time.sleep(2)  # a client that does not read: serve must stop reading, not buffer it all
+grown = rss_kb(bp.pid) - rss_before
+t(grown < 12 * 1024, f"serve holds back: its memory grew {grown} kB for a 26 MB stream not read")
 evs, ev = s.until(lambda e: e.get("type") in ("end", "error"))
 out = text_of(evs, "stdout")
 t(ev and ev.get("type") == "end" and ev.get("exit_code") == 0 and len(out) == 26666668 + 1,
   f"20 MB through a slow reader: every byte, in order of events ({len(out)})")
 s.close()
+bp.send_signal(signal.SIGTERM)
+bp.wait(30)
 
 s = Stream({"cmd": "printf '\\303'; sleep 0.2; printf '\\251\\n'"})
 evs, ev = s.until(lambda e: e.get("type") == "end")
@@ -420,6 +460,20 @@ t(st == 200 and body == blob and h.get("content-type") == "application/octet-str
   "GET .../files gives back every byte")
 st, _, j = jreq("POST", C, body={"cmd": "sha256sum /tmp/v1/deep/blob.bin"})
 t(j.get("stdout", "").split(" ")[0] == hashlib.sha256(blob).hexdigest(), "the sandbox sees that file")
+big = os.urandom(48 << 20)
+st, _, j = jreq("PUT", F + "?path=/home/user/big.bin", raw=big,
+                headers={"Content-Type": "application/octet-stream"})
+st2, _, j2 = jreq("POST", C, body={"cmd": "sha256sum /home/user/big.bin; rm /home/user/big.bin"})
+t(st == 200 and j.get("size") == len(big) and
+  j2.get("stdout", "").split(" ")[0] == hashlib.sha256(big).hexdigest(),
+  f"a 48 MiB upload arrives whole ({st} {j})")
+st, _, j = jreq("PUT", F + "?path=/tmp/v1", raw=b"x")
+t(st == 400 and is_error(j, "invalid_argument"), f"an upload onto a directory: 400 ({st} {j})")
+st, _, j = jreq("PUT", F + "?path=/tmp/v1/m&mode=999", raw=b"x")
+t(st == 400 and is_error(j, "invalid_argument"), f"a bad mode: 400 ({st})")
+st, _, j = jreq("PUT", F + "?path=/tmp/v1/m&mode=700", raw=b"#!/bin/sh\necho ran\n")
+st2, _, j2 = jreq("POST", C, body={"cmd": "stat -c %a /tmp/v1/m; /tmp/v1/m"})
+t(st == 200 and j2.get("stdout") == "700\nran\n", f"mode=700 is the file's mode ({j2.get('stdout')!r})")
 st, _, j = jreq("PUT", F + "?path=/tmp/v1/x", raw=b"x", token=READER)
 t(st == 403 and is_error(j, "permission_denied"), "sandboxes:read cannot write files: 403")
 st, _, j = jreq("GET", F + "?path=/tmp/v1/deep/blob.bin", token=READER)
