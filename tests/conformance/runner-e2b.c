@@ -2,9 +2,9 @@
 /*
  * The conformance runner of the e2b backend: starts `toren-sandbox serve` on two loopback
  * ports (control plane, envd) over the fresh TOREN_SANDBOX_ROOT run.sh made, points the
- * e2b backend at it (E2B_API_URL, E2B_SANDBOX_URL, a dummy E2B_API_KEY: serve on
- * loopback with no tokens takes any key) and runs the same scenario list as the local
- * runner through it. Every call crosses libcurl, HTTP/1.1, serve's routes and the local
+ * e2b backend at it (E2B_API_URL, E2B_SANDBOX_URL, and as E2B_API_KEY the secret of the
+ * one token of a tokens file made for the run, so that a wrong key can be shown to fail)
+ * and runs the same scenario list as the local runner through it. Every call crosses libcurl, HTTP/1.1, serve's routes and the local
  * backend behind them; a scenario that passes locally and fails here is a difference of
  * the wire, on one side or the other.
  *
@@ -12,12 +12,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <nettle/sha2.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +31,55 @@
 extern char **environ;
 
 #define SERVE_UP_MS 20000 /* serve must say it listens within this */
+
+/*
+ * A tokens file with one token of every scope (tokens.h): serve then refuses any other
+ * key, so wrong credentials can be shown to fail. *secret gets the token's secret, which
+ * is also what an E2B SDK would send as E2B_API_KEY.
+ */
+static int write_tokens(const char *path, char *secret, size_t len, struct ts_error *err)
+{
+	uint8_t raw[32], digest[SHA256_DIGEST_SIZE];
+	struct sha256_ctx h;
+	char line[512], hex[2 * SHA256_DIGEST_SIZE + 1];
+	int fd, n;
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return ts_err_errno(err, -errno, "getrandom");
+	n = snprintf(secret, len, "e2b_");
+	for (size_t i = 0; i < sizeof(raw); i++)
+		n += snprintf(secret + n, len - (size_t)n, "%02x", raw[i]);
+	sha256_init(&h);
+	sha256_update(&h, strlen(secret), (const uint8_t *)secret);
+	sha256_digest(&h, sizeof(digest), digest);
+	for (size_t i = 0; i < sizeof(digest); i++)
+		snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+	n = snprintf(line, sizeof(line),
+		     "conformance sha256:%s sandboxes:read,sandboxes:run,files:read,files:write\n",
+		     hex);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "create `%s`", path);
+	if (ts_write_all(fd, line, (size_t)n) < 0) {
+		close(fd);
+		return ts_err_errno(err, -errno, "write `%s`", path);
+	}
+	close(fd);
+	return 0;
+}
+
+/* The same backend with a key serve does not know. */
+static int open_wrong_key(struct conf_runner *r, struct ts_backend **ret, struct ts_error *err)
+{
+	const char *key = r->userdata;
+	int rc;
+
+	setenv("E2B_API_KEY",
+	       "e2b_00000000000000000000000000000000000000000000000000000000deadbeef", 1);
+	rc = ts_backend_open("e2b", ret, err);
+	setenv("E2B_API_KEY", key, 1);
+	return rc;
+}
 
 /* "toren-sandbox serve: control plane on 127.0.0.1:P, envd on 127.0.0.1:Q" */
 static int parse_ready(const char *line, char *api, char *envd, size_t len)
@@ -55,11 +106,12 @@ static int parse_ready(const char *line, char *api, char *envd, size_t len)
  * would point it at itself. *out_fd keeps its stdout open (a closed pipe would kill it
  * at its next line).
  */
-static int start_serve(const char *cli, char *api, char *envd, size_t len, pid_t *ret, int *out_fd,
-		       struct ts_error *err)
+static int start_serve(const char *cli, const char *tokens, char *api, char *envd, size_t len,
+		       pid_t *ret, int *out_fd, struct ts_error *err)
 {
-	char *argv[] = { (char *)cli,	  "serve",	 "--listen", "127.0.0.1:0",
-			 "--envd-listen", "127.0.0.1:0", NULL };
+	char *argv[] = { (char *)cli,	  "serve",	   "--listen",
+			 "127.0.0.1:0",	  "--envd-listen", "127.0.0.1:0",
+			 "--tokens-file", (char *)tokens,  NULL };
 	posix_spawn_file_actions_t fa;
 	char line[512];
 	size_t n = 0;
@@ -127,8 +179,10 @@ int main(int argc, char **argv)
 	struct ts_error err = { 0 };
 	struct ts_backend *b = NULL;
 	const char *mode = getenv("TS_MODE");
-	char dir[4096], cli[4200], url[256], envd_url[256];
-	struct conf_runner r = { .name = "e2b", .expire = expire_serve };
+	char dir[4096], cli[4200], url[256], envd_url[256], tokens[4200], key[128];
+	struct conf_runner r = { .name = "e2b",
+				 .expire = expire_serve,
+				 .open_unauthenticated = open_wrong_key };
 	int rc, out_fd = -1;
 	pid_t serve = 0;
 
@@ -141,13 +195,19 @@ int main(int argc, char **argv)
 		printf("1..0 # SKIP `%s` missing: run through run.sh\n", cli);
 		return 0;
 	}
-	if (start_serve(cli, url, envd_url, sizeof(url), &serve, &out_fd, &err) < 0) {
+	snprintf(tokens, sizeof(tokens), "%s/serve-tokens", getenv("TOREN_SANDBOX_ROOT"));
+	if (write_tokens(tokens, key, sizeof(key), &err) < 0) {
+		printf("1..1\nnot ok 1 - a tokens file for serve: %s\n", err.msg);
+		return 1;
+	}
+	r.userdata = key;
+	if (start_serve(cli, tokens, url, envd_url, sizeof(url), &serve, &out_fd, &err) < 0) {
 		printf("1..1\nnot ok 1 - start serve: %s\n", err.msg);
 		return 1;
 	}
 	diag("serve: control plane %s, envd %s", url, envd_url);
 	setenv("TOREN_SANDBOX", "e2b", 1);
-	setenv("E2B_API_KEY", "e2b_0000000000000000000000000000000000000000", 1);
+	setenv("E2B_API_KEY", key, 1);
 	setenv("E2B_API_URL", url, 1);
 	setenv("E2B_SANDBOX_URL", envd_url, 1);
 	if (ts_backend_open(NULL, &b, &err) < 0) {
@@ -162,7 +222,7 @@ int main(int argc, char **argv)
 	 * ordinary user's through its subordinate ids; under `unshare -r` (one id) none */
 	if (mode && (!strcmp(mode, "root") || !strcmp(mode, "user")))
 		r.caps |= CONF_CAP_ROOT;
-	r.caps |= CONF_CAP_PAUSE;
+	r.caps |= CONF_CAP_PAUSE | CONF_CAP_AUTH;
 	rc = conf_run(&r, argv + 1, (size_t)(argc - 1));
 	ts_backend_free(b);
 	kill(serve, SIGTERM);
