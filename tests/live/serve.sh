@@ -81,7 +81,11 @@ if command -v systemd-socket-activate >/dev/null; then
 		-E TOREN_SANDBOX_ROOT -E TOREN_SANDBOX_POLICY_DIR -E HOME -E PATH \
 		"$cli" serve >"$tmp/out" 2>"$tmp/err" &
 	pids+=($!)
-	sleep 0.3
+	# it listens (and says so) before serve runs: wait for that, up to 10 s
+	for _ in $(seq 200); do
+		grep -q "Listening on 127.0.0.1:$p2" "$tmp/err" 2>/dev/null && break
+		sleep 0.05
+	done
 	got=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$p1/x")
 	grep -q "control plane on 127.0.0.1:$p1, envd on 127.0.0.1:$p2" "$tmp/out"
 	st=$?
