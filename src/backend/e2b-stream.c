@@ -59,7 +59,9 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 	}
 	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
 	if (socketp) {
-		epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev);
+		/* closed and reopened under the same number, epoll dropped it: add it again */
+		if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 && errno == ENOENT)
+			epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
 	} else if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) == 0 || errno == EEXIST) {
 		if (errno == EEXIST)
 			epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev);

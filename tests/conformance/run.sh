@@ -44,6 +44,8 @@ envs=(TOREN_SANDBOX=local TS_MODE="$mode"
 # identity that made them) before their state goes.
 cleanup() {
 	local ids
+	# a runner that bailed out (a step hung) leaves the serve it started (runner-e2b.c)
+	[ -f "$stage/state/serve.pid" ] && kill "$(cat "$stage/state/serve.pid")" 2>/dev/null
 	ids=$(as_mode env -i "${envs[@]}" "$stage/bin/toren-sandbox" ls --json 2>/dev/null |
 		python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin) if s.get("state") == "running"]' 2>/dev/null)
 	[ -n "$ids" ] && as_mode env -i "${envs[@]}" "$stage/bin/toren-sandbox" stop $ids >/dev/null 2>&1

@@ -113,10 +113,16 @@ static int start_serve(const char *cli, const char *tokens, char *api, char *env
 			 "127.0.0.1:0",	  "--envd-listen", "127.0.0.1:0",
 			 "--tokens-file", (char *)tokens,  NULL };
 	posix_spawn_file_actions_t fa;
-	char line[512];
+	const char *root = getenv("TOREN_SANDBOX_ROOT");
+	char line[512], log_path[4200] = "", pid_path[4200] = "";
 	size_t n = 0;
 	int p[2], e;
 	pid_t pid;
+
+	if (root) {
+		snprintf(log_path, sizeof(log_path), "%s/serve.log", root);
+		snprintf(pid_path, sizeof(pid_path), "%s/serve.pid", root);
+	}
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return ts_err_errno(err, -errno, "pipe");
@@ -128,9 +134,23 @@ static int start_serve(const char *cli, const char *tokens, char *api, char *env
 	unsetenv("E2B_DEBUG");
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	/* its stderr goes to a file: were the runner to bail out, a serve left holding the
+	 * test's own stderr would keep meson waiting for the end of it */
+	if (log_path[0])
+		posix_spawn_file_actions_addopen(&fa, 2, log_path, O_WRONLY | O_CREAT | O_APPEND,
+						 0600);
 	e = posix_spawn(&pid, cli, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
+	/* run.sh's clean-up stops it by this pid if the runner cannot */
+	if (e == 0 && pid_path[0]) {
+		FILE *f = fopen(pid_path, "w");
+
+		if (f) {
+			fprintf(f, "%d\n", (int)pid);
+			fclose(f);
+		}
+	}
 	if (e) {
 		close(p[0]);
 		return ts_err_errno(err, -e, "spawn `%s serve`", cli);
