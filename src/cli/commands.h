@@ -21,3 +21,6 @@ int ts_subcmd_cp(int argc, char **argv);
 int ts_subcmd_attach(int argc, char **argv);
 int ts_subcmd_timeout(int argc, char **argv);
 int ts_subcmd_serve(int argc, char **argv);
+int ts_subcmd_tool(int argc, char **argv);
+int ts_subcmd_mcp(int argc, char **argv);
+int ts_subcmd_runs(int argc, char **argv);

@@ -31,6 +31,9 @@ static const struct {
 	{ "attach", ts_subcmd_attach, "follow a running process's output again (Ctrl-C detaches)" },
 	{ "timeout", ts_subcmd_timeout, "set a sandbox's timeout: it expires SECONDS from now" },
 	{ "serve", ts_subcmd_serve, "serve E2B's API and /v1 REST over local sandboxes" },
+	{ "tool", ts_subcmd_tool, "one agent tool call (bash, read_file, edit_file...) as JSON" },
+	{ "mcp", ts_subcmd_mcp, "serve the agent toolkit to an MCP client over stdio" },
+	{ "runs", ts_subcmd_runs, "durable agent runs: ls, show, export (JSON Lines)" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* PLACEHOLDER */
+#include "runner.h"

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Shared by the toolkit's files (tool-*.c): the toolbox, the tool table, result builders,
+ * workspace paths and line tags. Not for use outside src/runner. */
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "toolbox.h"
+
+/* Bounds (documented in toren-sandbox-tools(7)). */
+#define TS_TOOL_FILE_MAX (16U << 20)		/* the largest file read_file and edit_file take */
+#define TS_TOOL_TEXT_MAX (256U << 10)		/* the largest text a result carries */
+#define TS_TOOL_BASH_OUT_MAX (32U << 10)	/* foreground bash: head + tail kept */
+#define TS_TOOL_BASH_TIMEOUT_MS (120 * 1000ULL) /* foreground bash's default */
+#define TS_TOOL_BASH_TIMEOUT_MAX_MS (3600 * 1000ULL) /* the longest it may ask */
+#define TS_TOOL_LIST_MAX 1000			     /* find's and grep's results */
+#define TS_TOOL_TAG_LEN 3			     /* hex characters of a line tag */
+
+struct ts_toolbox {
+	struct ts_sb *sb;
+	unsigned version;
+	char *workspace; /* no trailing slash */
+	char *user;	 /* NULL: the default */
+	char **protected_patterns;
+	size_t n_protected;
+	struct ts_kv *envs;
+	size_t n_envs;
+	char *webhook_url, *outbox_dir;
+	struct ts_tool_memory memory;
+	json_t *seen;	  /* the in-memory memory: path -> hash */
+	uint64_t bg_next; /* background processes started by this toolbox */
+};
+
+typedef int (*ts_tool_fn)(struct ts_toolbox *t, json_t *args, struct ts_tool_result *res,
+			  struct ts_error *err);
+
+struct ts_tool_def {
+	const char *name;
+	unsigned since; /* the first tool-set version that has it */
+	bool writes;
+	const char *description;
+	const char *schema; /* the JSON Schema of its arguments (an object) */
+	ts_tool_fn fn;
+};
+
+/* One per tool file. */
+extern const struct ts_tool_def ts_tool_bash, ts_tool_bash_output, ts_tool_bash_stop,
+	ts_tool_bash_list;				    /* tool-bash.c */
+extern const struct ts_tool_def ts_tool_read_file;	    /* tool-read.c */
+extern const struct ts_tool_def ts_tool_write_file;	    /* tool-write.c */
+extern const struct ts_tool_def ts_tool_edit_file;	    /* tool-edit.c */
+extern const struct ts_tool_def ts_tool_find, ts_tool_grep; /* tool-search.c */
+extern const struct ts_tool_def ts_tool_send_file;	    /* tool-send.c */
+
+/*
+ * Results. ts_tool_fail: a tool error with code ("invalid_argument", "not_found",
+ * "protected", "stale", "ambiguous", "binary", "too_large", "timeout", "escape",
+ * "no_channel", ...) and a message saying what to do next; returns 0 so that a tool can
+ * `return ts_tool_fail(...)`. ts_tool_ok: success with data (stolen; may be NULL: {})
+ * and text.
+ */
+int ts_tool_fail(struct ts_tool_result *res, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int ts_tool_ok(struct ts_tool_result *res, json_t *data, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* ts_tool_ok with text taken as is (may hold NULs? no: text is a C string). */
+int ts_tool_ok_text(struct ts_tool_result *res, json_t *data, char *text /* stolen */);
+
+/*
+ * Arguments, checked against the tool's contract: ts_tool_args_check refuses arguments
+ * the tool does not have (a tool error naming them and the tool's arguments). The getters
+ * fill *ret (default when absent) and return 0, or fill res with an invalid_argument
+ * error and return 1 (a wrong type, a required one missing).
+ */
+int ts_tool_args_check(const struct ts_tool_def *d, json_t *args, struct ts_tool_result *res);
+int ts_tool_arg_str(json_t *args, const char *name, bool required, const char **ret,
+		    struct ts_tool_result *res);
+int ts_tool_arg_int(json_t *args, const char *name, long long min, long long max, long long dflt,
+		    long long *ret, struct ts_tool_result *res);
+int ts_tool_arg_bool(json_t *args, const char *name, bool dflt, bool *ret,
+		     struct ts_tool_result *res);
+
+/* --- workspace paths (wspath.c) --- */
+
+#define TS_WS_WRITE (1U << 0) /* the tool will write it: protected paths refused */
+#define TS_WS_DIR (1U << 1)   /* a directory is wanted (find, grep: "" is the root) */
+/*
+ * Resolve rel (workspace-relative; an absolute path is taken when inside the workspace)
+ * to an absolute path inside the sandbox with every symlink of it resolved, which must
+ * stay inside the workspace; the last component may be missing (a new file). 0 with abs
+ * and, in *rel_out (may be NULL), the resolved path relative to the workspace ("" for
+ * the root); 1 with res filled (escape, protected, invalid_argument); -errno when the
+ * sandbox could not be asked.
+ */
+int ts_ws_resolve(struct ts_toolbox *t, const char *rel, unsigned flags, char **abs, char **rel_out,
+		  struct ts_tool_result *res, struct ts_error *err);
+/* Does a workspace-relative path match a protected pattern (any component's basename)? */
+bool ts_ws_protected(const struct ts_toolbox *t, const char *rel);
+
+/* --- line tags (linetag.c) --- */
+
+/* The tag of one line (without its newline): TS_TOOL_TAG_LEN lowercase hex + NUL. */
+void ts_linetag(const char *line, size_t len, char out[TS_TOOL_TAG_LEN + 1]);
+/* The hash a run remembers of a whole file's content (hex, NUL-terminated, 33 bytes). */
+void ts_content_hash(const void *data, size_t len, char out[33]);
+
+/* --- memory --- */
+int ts_toolbox_seen_get(struct ts_toolbox *t, const char *path, char *hash, size_t len,
+			struct ts_error *err);
+int ts_toolbox_seen_set(struct ts_toolbox *t, const char *path, const char *hash,
+			struct ts_error *err);
