@@ -67,10 +67,31 @@ int ts_runlog_open_default(struct ts_runlog **ret, struct ts_error *err)
 void ts_runlog_close(struct ts_runlog *l)
 {
 }
-int ts_runlog_run_list(struct ts_runlog *l, struct ts_run_rec **ret, size_t *n, struct ts_error *err) { return ts_err(err, -ENOSYS, "x"); }
-int ts_runlog_run_finish(struct ts_runlog *l, const char *id, struct ts_error *err) { return ts_err(err, -ENOSYS, "x"); }
-int ts_runlog_call_list(struct ts_runlog *l, const char *run, uint64_t from, struct ts_call_rec **ret, size_t *n, struct ts_error *err) { return ts_err(err, -ENOSYS, "x"); }
-int ts_runlog_event_list(struct ts_runlog *l, const char *run, struct ts_run_event **ret, size_t *n, struct ts_error *err) { return ts_err(err, -ENOSYS, "x"); }
-void ts_run_recs_free(struct ts_run_rec *v, size_t n) { }
-void ts_call_recs_free(struct ts_call_rec *v, size_t n) { }
-void ts_run_events_free(struct ts_run_event *v, size_t n) { }
+int ts_runlog_run_list(struct ts_runlog *l, struct ts_run_rec **ret, size_t *n,
+		       struct ts_error *err)
+{
+	return ts_err(err, -ENOSYS, "x");
+}
+int ts_runlog_run_finish(struct ts_runlog *l, const char *id, struct ts_error *err)
+{
+	return ts_err(err, -ENOSYS, "x");
+}
+int ts_runlog_call_list(struct ts_runlog *l, const char *run, uint64_t from,
+			struct ts_call_rec **ret, size_t *n, struct ts_error *err)
+{
+	return ts_err(err, -ENOSYS, "x");
+}
+int ts_runlog_event_list(struct ts_runlog *l, const char *run, struct ts_run_event **ret, size_t *n,
+			 struct ts_error *err)
+{
+	return ts_err(err, -ENOSYS, "x");
+}
+void ts_run_recs_free(struct ts_run_rec *v, size_t n)
+{
+}
+void ts_call_recs_free(struct ts_call_rec *v, size_t n)
+{
+}
+void ts_run_events_free(struct ts_run_event *v, size_t n)
+{
+}
