@@ -812,6 +812,7 @@ oom:
 static int edit_file(struct ts_toolbox *t, json_t *args, struct ts_tool_result *res,
 		     struct ts_error *err)
 {
+	struct ts_error scratch = { 0 };
 	const char *path;
 	_cleanup_free_ char *abs = NULL, *rel = NULL, *out = NULL;
 	_cleanup_free_ uint8_t *buf = NULL;
@@ -819,6 +820,8 @@ static int edit_file(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 	char hash[33], seen[64];
 	int r;
 
+	if (!err)
+		err = &scratch;
 	if (ts_tool_arg_str(args, "path", true, &path, res))
 		return 0;
 	r = ts_ws_resolve(t, path, TS_WS_WRITE, &abs, &rel, res, err);

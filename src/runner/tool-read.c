@@ -15,6 +15,7 @@
 static int read_file(struct ts_toolbox *t, json_t *args, struct ts_tool_result *res,
 		     struct ts_error *err)
 {
+	struct ts_error scratch = { 0 };
 	const char *path;
 	long long offset, limit;
 	_cleanup_free_ char *abs = NULL, *rel = NULL;
@@ -23,6 +24,8 @@ static int read_file(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 	char hash[33];
 	int r;
 
+	if (!err)
+		err = &scratch;
 	if (ts_tool_arg_str(args, "path", true, &path, res) ||
 	    ts_tool_arg_int(args, "offset", 1, 1LL << 40, 1, &offset, res) ||
 	    ts_tool_arg_int(args, "limit", 1, READ_LIMIT_MAX, READ_LIMIT_DEFAULT, &limit, res))

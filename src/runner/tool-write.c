@@ -10,12 +10,15 @@
 static int write_file(struct ts_toolbox *t, json_t *args, struct ts_tool_result *res,
 		      struct ts_error *err)
 {
+	struct ts_error scratch = { 0 };
 	const char *path, *content;
 	_cleanup_free_ char *abs = NULL, *rel = NULL;
 	char hash[33];
 	bool created;
 	int r;
 
+	if (!err)
+		err = &scratch;
 	if (ts_tool_arg_str(args, "path", true, &path, res) ||
 	    ts_tool_arg_str(args, "content", true, &content, res))
 		return 0;

@@ -203,8 +203,11 @@ int ts_ws_resolve(struct ts_toolbox *t, const char *rel, unsigned flags, char **
 	const char *p = rel;
 	unsigned links = 0;
 	bool missing = false;
+	struct ts_error scratch = { 0 };
 	int r;
 
+	if (!err)
+		err = &scratch;
 	*abs = NULL;
 	if (rel_out)
 		*rel_out = NULL;
