@@ -98,6 +98,7 @@ sb = p.stdout.strip().splitlines()[-1] if p.returncode == 0 and p.stdout.strip()
 if not sb:
     skip_all("cannot create a sandbox: " + p.stderr.strip()[:300])
 run = ""
+run_sb = ""
 
 
 def cleanup():
@@ -106,7 +107,8 @@ def cleanup():
         driver.wait(timeout=60)
     if run:
         subprocess.run([cli, "runs", "finish", run], capture_output=True, timeout=60)
-    subprocess.run([cli, "rm", "-f", sb], capture_output=True, timeout=60)
+    for s in {sb, run_sb} - {""}:
+        subprocess.run([cli, "rm", "-f", s], capture_output=True, timeout=60)
     subprocess.run(["rm", "-rf", tmp])
 
 
@@ -139,15 +141,15 @@ def tool(name, args, v1=False, use_run=False):
     return p.returncode, obj
 
 
-def ex(script):
+def ex(script, on=None):
     """Run sh -c script in the sandbox as its user (bash's way of changing files)."""
-    p = subprocess.run([cli, "exec", sb, "--", "sh", "-c", script], capture_output=True,
+    p = subprocess.run([cli, "exec", on or sb, "--", "sh", "-c", script], capture_output=True,
                        timeout=120)
     return p.returncode, p.stdout
 
 
-def cat(path):
-    rc, out = ex(f"cat '{path}'")
+def cat(path, on=None):
+    rc, out = ex(f"cat '{path}'", on)
     return out.decode(errors="replace") if rc == 0 else None
 
 
@@ -339,20 +341,28 @@ try:
         t(p.returncode == 0 and run, f"a run on the sandbox ({p.stderr.strip()[:200]})")
     s = "a = 1\nb = 2\nc = 3\n"
     ok_res(tool("write_file", {"path": "s.txt", "content": s}, use_run=True), "write_file in the run")
+    run_sb = sb
+    if run:
+        # the run's own sandbox: the one it was begun on, or one it made
+        p = subprocess.run([cli, "runs", "show", run], capture_output=True, text=True, timeout=60)
+        try:
+            run_sb = json.loads(p.stdout).get("sandbox") or sb
+        except ValueError:
+            pass
     ok_res(tool("edit_file", {"path": "s.txt", "old_string": "a = 1", "new_string": "a = 10"}, use_run=True),
            "an old_string edit right after the write")
     s = "a = 10\nb = 2\nc = 3\n"
     ok_res(tool("read_file", {"path": "s.txt"}, use_run=True), "read_file in the run")
-    ex("echo 'd = 4' >> s.txt")
+    ex("echo 'd = 4' >> s.txt", run_sb)
     rc, o = tool("edit_file", {"path": "s.txt", "old_string": "b = 2", "new_string": "b = 20"}, use_run=True)
     err_is((rc, o), "stale", "bash changed the file after the read: an old_string edit is stale", "read_file")
-    t(cat("s.txt") == s + "d = 4\n", "... and the file is as bash left it")
+    t(cat("s.txt", run_sb) == s + "d = 4\n", "... and the file is as bash left it")
     rc, o = tool("edit_file", {"path": "s.txt", "edits": [{"start": ref(s, 2), "new_string": "b = 20"}]},
                  use_run=True)
     t(rc == 0 and "had changed" in o["text"] and o["data"].get("stale") is True
-      and cat("s.txt") == "a = 10\nb = 20\nc = 3\nd = 4\n",
+      and cat("s.txt", run_sb) == "a = 10\nb = 20\nc = 3\nd = 4\n",
       "a tag edit of an unchanged line applies, warning that the file had changed")
-    ex("echo 'e = 5' >> s.txt")
+    ex("echo 'e = 5' >> s.txt", run_sb)
     ok_res(tool("read_file", {"path": "s.txt"}, use_run=True), "read again")
     ok_res(tool("edit_file", {"path": "s.txt", "old_string": "c = 3", "new_string": "c = 30"}, use_run=True),
            "after a new read the old_string edit applies")
