@@ -42,37 +42,6 @@ static void jsonp_free(json_t **j)
 
 /* --- text ---------------------------------------------------------------------------- */
 
-/* The length of the valid UTF-8 sequence at s (1 to 4), or 0 when it is not one. */
-static size_t utf8_seq(const uint8_t *s, size_t len)
-{
-	uint8_t c = s[0];
-	size_t n;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (len < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and past U+10FFFF are not UTF-8 (jansson refuses them) */
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 char *ts_tool_utf8(const void *data, size_t len, size_t *replaced)
 {
 	const uint8_t *s = data;
@@ -83,7 +52,7 @@ char *ts_tool_utf8(const void *data, size_t len, size_t *replaced)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < len;) {
-		size_t n = s[i] ? utf8_seq(s + i, len - i) : 0;
+		size_t n = s[i] ? ts_utf8_seq((const char *)s + i, len - i) : 0;
 
 		if (!n) {
 			memcpy(out + o, "\xef\xbf\xbd", 3);

@@ -318,14 +318,8 @@ static int tool_send_file(struct ts_toolbox *t, json_t *args, struct ts_tool_res
 	if (r)
 		return r < 0 ? r : 0;
 	r = ts_file_stat(t->sb, abs, t->user, &st, err);
-	if (r < 0) {
-		if (ts_be_code(err) == TS_BE_NOT_FOUND && r == -ENOENT) {
-			ts_err_clear(err);
-			return ts_tool_fail(res, "not_found",
-					    "`%s` does not exist in the workspace", rel);
-		}
-		return ts_err_prefix(err, r, "stat `%s`", rel);
-	}
+	if (r < 0)
+		return ts_ws_fail(t, r, "send", rel, res, err);
 	enum ts_be_file_type type = st.type;
 	uint64_t size = st.size;
 	ts_be_entry_clear(&st);
@@ -346,7 +340,7 @@ static int tool_send_file(struct ts_toolbox *t, json_t *args, struct ts_tool_res
 				    rel, SEND_MAX >> 20);
 	}
 	if (r < 0)
-		return ts_err_prefix(err, r, "read `%s`", rel);
+		return ts_ws_fail(t, r, "send", rel, res, err);
 	const char *name = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
 	const char *img = image_type(d, n);
 	const char *kind = img ? "photo" : "document";

@@ -156,8 +156,8 @@ int ts_toolbox_seen_set(struct ts_toolbox *t, const char *path, const char *hash
 /*
  * A glob as gitignore(5) has them: `*` and `?` do not match `/`, `[...]` (`!` or `^`
  * negates; never `/`), `\` escapes, and `**` as a whole path component (leading, in the
- * middle or trailing) matches any number of directories; any other `**` is a `*`. Matching is linear
- * in the pattern times the path. ts_glob_compile: 0, -E2BIG, -ENOMEM.
+ * middle or trailing) matches any number of directories; any other `**` is a `*`.
+ * Matching is linear in the pattern times the path. ts_glob_compile: 0, -E2BIG, -ENOMEM.
  */
 struct ts_glob;
 int ts_glob_compile(const char *pat, size_t len, struct ts_glob **ret);
