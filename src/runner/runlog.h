@@ -65,6 +65,9 @@ int ts_runlog_run_get(struct ts_runlog *l, const char *id, struct ts_run_rec *re
 		      struct ts_error *err);
 int ts_runlog_run_set_sandbox(struct ts_runlog *l, const char *id, const char *sandbox_id,
 			      struct ts_error *err);
+/* local: the run's own workspace directory, made once the run has its id. */
+int ts_runlog_run_set_workspace(struct ts_runlog *l, const char *id, const char *workspace,
+				struct ts_error *err);
 int ts_runlog_run_finish(struct ts_runlog *l, const char *id, struct ts_error *err);
 /* Every run, newest first. */
 int ts_runlog_run_list(struct ts_runlog *l, struct ts_run_rec **ret, size_t *n,

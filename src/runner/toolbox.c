@@ -99,10 +99,10 @@ int ts_tool_result_from_json(const json_t *j, struct ts_tool_result *r, struct t
 	*r = (struct ts_tool_result){ 0 };
 	if (json_unpack_ex((json_t *)j, &jerr, 0, "{s:b, s:s, s:o}", "is_error", &is_error, "text",
 			   &text, "data", &data) < 0)
-		return ts_err(err, EBADMSG, "a recorded tool result is malformed: %s", jerr.text);
+		return ts_err(err, -EBADMSG, "a recorded tool result is malformed: %s", jerr.text);
 	r->text = strdup(text);
 	if (!r->text)
-		return ts_err(err, ENOMEM, "out of memory");
+		return ts_err(err, -ENOMEM, "out of memory");
 	r->is_error = is_error;
 	r->data = json_incref(data);
 	return 0;
@@ -269,13 +269,13 @@ static char *dup_or_null(const char *s, bool *oom)
 int ts_toolbox_new(const struct ts_toolbox_opts *o, struct ts_toolbox **ret, struct ts_error *err)
 {
 	if (o->version < 1 || o->version > TS_TOOLS_VERSION_MAX)
-		return ts_err(err, EINVAL, "tool-set version %u does not exist (1 to %u)",
+		return ts_err(err, -EINVAL, "tool-set version %u does not exist (1 to %u)",
 			      o->version, TS_TOOLS_VERSION_MAX);
 	if (o->webhook_url && o->outbox_dir)
-		return ts_err(err, EINVAL, "send_file has one channel: a webhook or an outbox");
+		return ts_err(err, -EINVAL, "send_file has one channel: a webhook or an outbox");
 	struct ts_toolbox *t = calloc(1, sizeof(*t));
 	if (!t)
-		return ts_err(err, ENOMEM, "out of memory");
+		return ts_err(err, -ENOMEM, "out of memory");
 	bool oom = false;
 	t->sb = o->sb;
 	t->version = o->version;
@@ -306,8 +306,8 @@ int ts_toolbox_new(const struct ts_toolbox_opts *o, struct ts_toolbox **ret, str
 	if (oom || !t->workspace || t->workspace[0] != '/') {
 		bool bad = !oom;
 		ts_toolbox_free(t);
-		return bad ? ts_err(err, EINVAL, "the workspace must be an absolute path")
-			   : ts_err(err, ENOMEM, "out of memory");
+		return bad ? ts_err(err, -EINVAL, "the workspace must be an absolute path")
+			   : ts_err(err, -ENOMEM, "out of memory");
 	}
 	*ret = t;
 	return 0;
@@ -347,7 +347,7 @@ int ts_toolbox_seen_get(struct ts_toolbox *t, const char *path, char *hash, size
 	if (!h)
 		return -ENOENT;
 	if (snprintf(hash, len, "%s", h) >= (int)len)
-		return ts_err(err, ENAMETOOLONG, "a remembered hash does not fit");
+		return ts_err(err, -ENAMETOOLONG, "a remembered hash does not fit");
 	return 0;
 }
 
@@ -357,7 +357,7 @@ int ts_toolbox_seen_set(struct ts_toolbox *t, const char *path, const char *hash
 	if (t->memory.set)
 		return t->memory.set(t->memory.userdata, path, hash, err);
 	if (json_object_set_new(t->seen, path, json_string(hash)) < 0)
-		return ts_err(err, ENOMEM, "out of memory");
+		return ts_err(err, -ENOMEM, "out of memory");
 	return 0;
 }
 
