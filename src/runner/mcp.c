@@ -36,7 +36,7 @@ struct queued {
 struct ts_mcp {
 	int in_fd, out_fd;
 	char *version;
-	struct ts_runner *runner;
+	struct ts_runner *runner;	    /* borrowed, while serving */
 	struct ts_approver approver;	    /* ours, given to the runner */
 	const struct ts_approver *fallback; /* --approve-cmd, or NULL */
 	ts_mcp_log_fn log;
@@ -852,14 +852,13 @@ static int mcp_ask(void *userdata, const struct ts_approval_req *q, bool *allow,
 
 int ts_mcp_new(const struct ts_mcp_opts *o, struct ts_mcp **ret, struct ts_error *err)
 {
-	_cleanup_(ts_mcp_freep) struct ts_mcp *m = calloc(1, sizeof(*m));
-	struct ts_runner_opts ro;
-	int r;
+	_cleanup_(ts_mcp_freep) struct ts_mcp *m = NULL;
 
-	if (!m)
-		return ts_err(err, -ENOMEM, "out of memory");
 	if (o->in_fd < 0 || o->out_fd < 0)
 		return ts_err(err, -EBADF, "the MCP server needs an input and an output fd");
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return ts_err(err, -ENOMEM, "out of memory");
 	m->in_fd = o->in_fd;
 	m->out_fd = o->out_fd;
 	m->version = strdup(o->version ? o->version : "");
@@ -867,13 +866,8 @@ int ts_mcp_new(const struct ts_mcp_opts *o, struct ts_mcp **ret, struct ts_error
 		return ts_err(err, -ENOMEM, "out of memory");
 	m->log = o->log;
 	m->userdata = o->userdata;
-	m->fallback = o->runner.approver;
+	m->fallback = o->fallback;
 	m->approver = (struct ts_approver){ .name = "mcp", .ask = mcp_ask, .userdata = m };
-	ro = o->runner;
-	ro.approver = &m->approver;
-	r = ts_runner_open(&ro, &m->runner, err);
-	if (r < 0)
-		return r;
 	*ret = TAKE_PTR(m);
 	return 0;
 }
@@ -882,7 +876,6 @@ void ts_mcp_free(struct ts_mcp *m)
 {
 	if (!m)
 		return;
-	ts_runner_free(m->runner);
 	for (size_t i = 0; i < m->n_queued; i++)
 		json_decref(m->queue[i].msg);
 	free(m->buf);
@@ -890,13 +883,14 @@ void ts_mcp_free(struct ts_mcp *m)
 	free(m);
 }
 
-struct ts_runner *ts_mcp_runner(struct ts_mcp *m)
+const struct ts_approver *ts_mcp_approver(struct ts_mcp *m)
 {
-	return m->runner;
+	return &m->approver;
 }
 
-int ts_mcp_serve(struct ts_mcp *m, struct ts_error *err)
+int ts_mcp_serve(struct ts_mcp *m, struct ts_runner *runner, struct ts_error *err)
 {
+	m->runner = runner;
 	while (!m->write_err.code) {
 		enum msg_kind kind;
 		size_t bytes = 0;

@@ -12,7 +12,7 @@
  * (-32700 a line that is not JSON, -32600 not a request, -32601 an unknown method, -32602
  * bad params and an unknown tool, as the MCP specification says).
  *
- * Approvals: the server gives the runner an approver of its own (name "mcp"). When the
+ * Approvals: the runner is opened with the server's approver (ts_mcp_approver). When the
  * client declared the `elicitation` capability (form mode), a gated call becomes an
  * `elicitation/create` request to the client (a boolean `approve` and an optional
  * `reason`); accept with approve true allows it, anything else denies. Otherwise the
@@ -46,23 +46,25 @@ typedef void (*ts_mcp_log_fn)(void *userdata, const char *msg);
 struct ts_mcp_opts {
 	int in_fd, out_fd;   /* read requests from, write responses to (borrowed) */
 	const char *version; /* serverInfo.version */
-	/* The runner to open. Its approver is the fallback used when the client has no
-	 * elicitation (NULL: such calls are denied); the runner gets the server's own. */
-	struct ts_runner_opts runner;
+	/* Decides gated calls when the client has no elicitation (--approve-cmd; borrowed),
+	 * or NULL: they are denied. */
+	const struct ts_approver *fallback;
 	ts_mcp_log_fn log; /* protocol trouble, one line each (NULL: dropped) */
 	void *userdata;
 };
 
 struct ts_mcp;
 
-/* Open the runner (its errors, as ts_runner_open's) and prepare to serve. */
 int ts_mcp_new(const struct ts_mcp_opts *o, struct ts_mcp **ret, struct ts_error *err);
 void ts_mcp_free(struct ts_mcp *m);
 static inline void ts_mcp_freep(struct ts_mcp **m)
 {
 	ts_mcp_free(*m);
 }
-struct ts_runner *ts_mcp_runner(struct ts_mcp *m);
+/* The server's approver (name "mcp", or the fallback's once the client is known to have no
+ * elicitation), for ts_runner_opts.approver of the runner given to ts_mcp_serve. */
+const struct ts_approver *ts_mcp_approver(struct ts_mcp *m);
 
-/* Serve until end of input: 0; -errno when reading or writing the fds failed (err). */
-int ts_mcp_serve(struct ts_mcp *m, struct ts_error *err);
+/* Serve r's toolkit (borrowed) until end of input: 0; -errno when reading or writing the
+ * fds failed (err). */
+int ts_mcp_serve(struct ts_mcp *m, struct ts_runner *r, struct ts_error *err);

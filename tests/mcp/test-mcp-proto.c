@@ -173,17 +173,24 @@ static void start(struct srv *s, bool with_fallback)
 	s->pid = fork();
 	if (s->pid == 0) {
 		struct ts_mcp_opts o = { .in_fd = in[0], .out_fd = out[1], .version = "test" };
+		struct ts_runner_opts ro = { 0 };
+		struct ts_runner *runner = NULL;
 		struct ts_error err = { 0 };
 		struct ts_mcp *m = NULL;
 		int r;
 
 		close(in[1]);
 		close(out[0]);
-		o.runner.approver = with_fallback ? &fallback : NULL;
+		o.fallback = with_fallback ? &fallback : NULL;
 		r = ts_mcp_new(&o, &m, &err);
+		if (r == 0) {
+			ro.approver = ts_mcp_approver(m);
+			r = ts_runner_open(&ro, &runner, &err);
+		}
 		if (r == 0)
-			r = ts_mcp_serve(m, &err);
+			r = ts_mcp_serve(m, runner, &err);
 		ts_mcp_free(m);
+		ts_runner_free(runner);
 		_exit(r == 0 ? 0 : 3);
 	}
 	close(in[0]);
