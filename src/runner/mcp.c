@@ -360,8 +360,8 @@ static int next_msg(struct ts_mcp *m, int timeout_ms, json_t **msg, enum msg_kin
 	json_t *j, *id, *method;
 	json_error_t jerr;
 	const char *v;
-	char *line;
-	size_t n;
+	char *line = NULL;
+	size_t n = 0;
 	int r;
 
 	*msg = NULL;
