@@ -128,6 +128,8 @@ static int create_sandbox(struct ts_runner *r, struct ts_error *err)
 				      : r->agent->timeout_ms,
 		.workspace = r->workspace,
 		.policy_file = r->agent->policy,
+		/* the kernel protects the agent's own patterns in bash too, as the policy's */
+		.protected_patterns = r->agent->protected_patterns,
 	};
 	int k = ts_sb_create(r->be, &o, &r->sb, err);
 
