@@ -4,14 +4,20 @@
 // falls back to --approve-cmd, and without either the call is denied naming
 // `approval: never` and --approve-cmd.
 import { test, before, after } from 'node:test'
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import assert from 'node:assert/strict'
 import { sandbox, removeSandbox, connect, text } from './lib.mjs'
 
 let sb
+const tmp = mkdtempSync('/tmp/ts-mcp-approve-')
 before(async () => {
   sb = await sandbox()
 })
-after(() => removeSandbox(sb))
+after(async () => {
+  await removeSandbox(sb)
+  rmSync(tmp, { recursive: true, force: true })
+})
 
 const denied = (r) => r.isError === true && r.structuredContent?.error === 'denied'
 // bash ran (or would have: its placeholder answers a tool error that is not a denial)
@@ -81,4 +87,22 @@ test('no elicitation, no --approve-cmd: denied, naming `approval: never` and --a
   assert.match(text(r), /`approval: never`/)
   assert.match(text(r), /--approve-cmd/)
   assert.doesNotMatch(text(r), /never-runs\n/, 'the command did not run')
+})
+
+test('elicitation for writes: an agent with `approval: {bash: never, write: always}`', async (t) => {
+  const agent = join(tmp, 'writes.yaml')
+  writeFileSync(agent, 'name: writes\nsandbox:\n  approval:\n    bash: never\n    write: always\n')
+  const c = await connect(t, ['--agent', agent, '--sandbox', sb], { elicit: () => ({ action: 'decline' }) })
+  const { tools } = await c.listTools()
+  if (!Object.keys(tools.find((x) => x.name === 'write_file')?.inputSchema?.properties ?? {}).length) {
+    return t.skip('write_file is still the placeholder (not marked as a write)')
+  }
+  const w = await c.callTool({ name: 'write_file', arguments: { path: 'gated-write.txt', content: 'x' } })
+  assert.ok(denied(w), JSON.stringify(w))
+  assert.equal(c.elicitations.length, 1, 'the write asked')
+  assert.match(c.elicitations[0].message, /`write_file`/)
+  assert.match(c.elicitations[0].message, /gated-write\.txt/, 'the message names the path written')
+  const b = await c.callTool({ name: 'bash', arguments: { command: 'echo free' } })
+  assert.ok(ran(b), JSON.stringify(b))
+  assert.equal(c.elicitations.length, 1, 'bash did not ask')
 })
