@@ -299,6 +299,10 @@ int ts_runner_open(const struct ts_runner_opts *o, struct ts_runner **ret, struc
 			return ts_err_prefix(err, k, "sandbox %s", r->sandbox_id);
 		if (k < 0 && (k = rebuild(r, UINT64_MAX, "its sandbox was gone", err)) < 0)
 			return k;
+		/* a new run on a sandbox it was given records it */
+		if (r->log && !o->run_id &&
+		    (k = ts_runlog_run_set_sandbox(r->log, r->run_id, r->sandbox_id, err)) < 0)
+			return k;
 	} else {
 		if ((k = create_sandbox(r, err)) < 0)
 			return k;
