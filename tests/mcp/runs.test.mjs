@@ -41,7 +41,8 @@ test('a new run, then resumed: recorded calls replay, a changed one diverges', a
 
   const shown = JSON.parse(await ts('runs', 'show', run))
   assert.ok(shown.sandbox, `the run has its sandbox: ${JSON.stringify(shown).slice(0, 300)}`)
-  assert.equal((shown.calls ?? []).length, 2, 'both calls are in the log')
+  assert.equal(shown.calls, 2, 'both calls are in the log')
+  assert.deepEqual((shown.call_records ?? []).map((c) => c.tool), ['write_file', 'bash'])
 
   // the approver would deny now: a replay never asks it
   const c2 = await connect(t, ['--run', run, '--approve-cmd', 'false'])
