@@ -31,6 +31,7 @@ struct ts_create_opts {
 	bool as_root;			       /* processes as root by default */
 	bool with_root;			       /* a root inside even when they run as user */
 	bool sudo;			       /* sudo inside (as policy `sudo: true`) */
+	bool network;			       /* egress (as policy `network: true`) */
 	unsigned long long memory_bytes, pids; /* 0: policy's */
 	double cpus;
 	const struct ts_run_hooks *hooks; /* told the start's warnings (may be NULL) */
