@@ -124,6 +124,9 @@ struct ts_sb_create_opts {
 	unsigned long long memory_bytes, pids;
 	double cpus;
 	pid_t owner_pid; /* local: stopped when this process ends (0: none) */
+	/* local: egress through pasta or slirp4netns, never to private ranges (as policy
+	 * `network: true`); recorded, so every start of the sandbox has it */
+	bool network;
 };
 
 enum ts_sb_state {

@@ -35,6 +35,7 @@ static void usage(FILE *f)
 	      "      --memory SIZE      memory limit (cgroup, else RLIMIT_AS)\n"
 	      "      --pids N           process limit (cgroup and RLIMIT_NPROC)\n"
 	      "      --cpus N           CPU limit (cgroup only)\n"
+	      "      --network          egress to the internet, never to private ranges\n"
 	      "  -v, --verbose          say what is being done\n"
 	      "  -h, --help             show this help\n",
 	      f);
@@ -54,7 +55,8 @@ int ts_subcmd_create(int argc, char **argv)
 		O_USER,
 		O_MEMORY,
 		O_PIDS,
-		O_CPUS
+		O_CPUS,
+		O_NETWORK
 	};
 	static const struct option longopts[] = { { "name", required_argument, NULL, O_NAME },
 						  { "workspace", required_argument, NULL,
@@ -70,6 +72,7 @@ int ts_subcmd_create(int argc, char **argv)
 						  { "memory", required_argument, NULL, O_MEMORY },
 						  { "pids", required_argument, NULL, O_PIDS },
 						  { "cpus", required_argument, NULL, O_CPUS },
+						  { "network", no_argument, NULL, O_NETWORK },
 						  { "verbose", no_argument, NULL, 'v' },
 						  { "help", no_argument, NULL, 'h' },
 						  {} };
@@ -195,6 +198,9 @@ int ts_subcmd_create(int argc, char **argv)
 					optarg, ts_policy_too_large(r), TS_POLICY_WANT_CPUS);
 				return 2;
 			}
+			break;
+		case O_NETWORK:
+			o.network = true;
 			break;
 		case 'v':
 			verbose = true;

@@ -34,6 +34,7 @@ static void usage(FILE *f)
 	      "      --policy FILE      sandbox policy (YAML, see toren-sandbox-policy(5))\n"
 	      "      --user NAME        `user` (default) or `root` (needs subordinate ids)\n"
 	      "      --dry-run          print the helper command line and exit\n"
+	      "      --network          egress to the internet, never to private ranges\n"
 	      "  -v, --verbose          say what is being done\n"
 	      "  -h, --help             show this help\n",
 	      f);
@@ -127,7 +128,8 @@ int ts_subcmd_run(int argc, char **argv)
 		O_CPUS,
 		O_POLICY,
 		O_USER,
-		O_DRY_RUN
+		O_DRY_RUN,
+		O_NETWORK
 	};
 	static const struct option longopts[] = { { "tty", no_argument, NULL, 't' },
 						  { "timeout", required_argument, NULL, O_TIMEOUT },
@@ -142,6 +144,7 @@ int ts_subcmd_run(int argc, char **argv)
 						  { "policy", required_argument, NULL, O_POLICY },
 						  { "user", required_argument, NULL, O_USER },
 						  { "dry-run", no_argument, NULL, O_DRY_RUN },
+						  { "network", no_argument, NULL, O_NETWORK },
 						  { "verbose", no_argument, NULL, 'v' },
 						  { "help", no_argument, NULL, 'h' },
 						  {} };
@@ -215,6 +218,9 @@ int ts_subcmd_run(int argc, char **argv)
 		case O_DRY_RUN:
 			o.dry_run = true;
 			break;
+		case O_NETWORK:
+			cli.network = true;
+			break;
 		case 'v':
 			ui.verbose = true;
 			break;
@@ -249,6 +255,8 @@ int ts_subcmd_run(int argc, char **argv)
 		pol.pids = cli.pids;
 	if (cli.cpus > 0)
 		pol.cpus = cli.cpus;
+	if (cli.network)
+		pol.network = true;
 	for (size_t i = 0; i < cli.n_env; i++)
 		if ((r = ts_policy_add_env(&pol, cli.env[i], &err)) < 0)
 			goto fail;

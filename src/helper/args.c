@@ -157,6 +157,7 @@ static void usage(void)
 	      "  --cgroup NAME --cgroup-memory BYTES\n"
 	      "  --cgroup-pids N --cgroup-cpu-quota USEC --die-with-parent --detach\n"
 	      "  --argv0 NAME --init-setid --owner ID --bind-owner UID:GID\n"
+	      "  --net-pasta PATH --net-slirp4netns PATH --net-allow CIDR --net-deny CIDR\n"
 	      "  --help --version\n",
 	      stdout);
 }
@@ -432,6 +433,29 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			ctx->envp = envp;
 			envp[ctx->n_env] = entry;
 			envp[++ctx->n_env] = NULL;
+		} else if (!strcmp(a, "--net-pasta") || !strcmp(a, "--net-slirp4netns")) {
+			NEED(1);
+			if (ctx->net.mode != TS_NET_NONE)
+				return ts_err(err, -EINVAL,
+					      "only one of --net-pasta, --net-slirp4netns");
+			ctx->net.mode = a[6] == 'p' ? TS_NET_PASTA : TS_NET_SLIRP;
+			ctx->net.program = argv[++i];
+			if (ctx->net.program[0] != '/')
+				return ts_err(err, -EINVAL, "%s: `%s` is not an absolute path", a,
+					      ctx->net.program);
+		} else if (!strcmp(a, "--net-allow") || !strcmp(a, "--net-deny")) {
+			bool allow = a[6] == 'a';
+			struct ts_cidr *list = allow ? ctx->net.allow : ctx->net.deny;
+			size_t *n = allow ? &ctx->net.n_allow : &ctx->net.n_deny;
+
+			NEED(1);
+			if (*n >= TS_HELPER_MAX_NET_RULES)
+				return ts_err(err, -E2BIG, "too many %s (at most %d)", a,
+					      TS_HELPER_MAX_NET_RULES);
+			if (ts_cidr_parse(argv[++i], &list[*n]) < 0)
+				return ts_err(err, -EINVAL, "%s: `%s` is not an address prefix", a,
+					      argv[i]);
+			(*n)++;
 		} else if (!strcmp(a, "--argv0")) {
 			NEED(1);
 			ctx->argv0 = argv[++i];
@@ -461,6 +485,9 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	for (size_t k = 0; k < ctx->n_ops; k++)
 		if ((r = check_dest("mount", ctx->ops[k].dest, err)) < 0)
 			return r;
+	if ((ctx->net.n_allow || ctx->net.n_deny) && ctx->net.mode == TS_NET_NONE)
+		return ts_err(err, -EINVAL,
+			      "--net-allow and --net-deny need --net-pasta or --net-slirp4netns");
 	if (ctx->logs_fd >= 0 && ctx->control_fd < 0)
 		return ts_err(err, -EINVAL, "--logs-fd needs --control-fd");
 	if (ctx->n_uid_map == 0 || ctx->n_gid_map == 0)

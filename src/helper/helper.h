@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "cidr.h"
 #include "error.h"
 
 /* Exit codes of the helper itself (the sandboxed program's status is passed through). */
@@ -23,6 +24,28 @@
 #define TS_HELPER_MAX_LOWERS 16
 #define TS_HELPER_MAX_ENV 4096
 #define TS_HELPER_MAX_UCOUNTS 16
+#define TS_HELPER_MAX_NET_RULES 64 /* --net-allow, --net-deny, each */
+#define TS_HELPER_MAX_HOST_ADDRS 64
+
+/* Egress (--net-pasta, --net-slirp4netns): the program that gives the sandbox's network
+ * namespace a way out, started by the helper's parent (netproc.h). */
+enum ts_net_mode {
+	TS_NET_NONE,  /* only `lo`: nothing leaves */
+	TS_NET_PASTA, /* pasta (passt) */
+	TS_NET_SLIRP, /* slirp4netns */
+};
+
+struct ts_net_plan {
+	enum ts_net_mode mode;
+	const char *program; /* absolute path of pasta or slirp4netns */
+	struct ts_cidr allow[TS_HELPER_MAX_NET_RULES], deny[TS_HELPER_MAX_NET_RULES];
+	size_t n_allow, n_deny;
+	/* the host's own addresses, read by the parent before the clone: blocked inside
+	 * (a connection there would reach the host's services through the egress program) */
+	struct ts_cidr host[TS_HELPER_MAX_HOST_ADDRS];
+	size_t n_host;
+	pid_t keeper; /* the process that owns the egress program (netproc.h), or 0 */
+};
 
 enum ts_mount_kind {
 	TS_MOUNT_OVERLAY,    /* overlay of the collected lowers (+ upper/work) */
@@ -114,6 +137,7 @@ struct ts_helper_ctx {
 	} ucounts[TS_HELPER_MAX_UCOUNTS];
 	size_t n_ucounts;
 	struct ts_cgroup_plan cgroup;
+	struct ts_net_plan net;
 
 	char **envp; /* the program's whole environment (--setenv), NULL-terminated */
 	size_t n_env;

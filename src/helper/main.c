@@ -12,11 +12,15 @@
  *  clone(NEWUSER|NEWNS|NEWPID|...) --->  (setuid mode: dumpable, "ready"); wait for "go"
  *  write uid/gid maps
  *  create cgroups, move the child in
+ *  egress: fork the keeper; it starts
+ *    pasta/slirp4netns, which joins the
+ *    child's user+net ns and makes its tap
  *  send "go"                      --->   open every host source as an fd
  *                                        become the setup ids; non-dumpable
  *                                        new cgroup ns; open the user namespace budgets
  *                                        build the mount tree; pivot_root; set the budgets
- *                                        hostname; `lo` up; setsid
+ *                                        hostname; `lo` up; egress: the interface,
+ *                                          routes, netfilter rules (net.h); setsid
  *                                        close every fd but 0-2 (+ control fd 3)
  *                                        drop bounding/ambient caps; final ids; clear caps
  *                                        (--init-setid: keep the four of ts_caps_keep_setid)
@@ -47,6 +51,7 @@
 #include "idmount.h"
 #include "mount.h"
 #include "net.h"
+#include "netproc.h"
 #include "ns.h"
 #include "proc.h"
 #include "seccomp.h"
@@ -176,6 +181,10 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	if (ctx->hostname && sethostname(ctx->hostname, strlen(ctx->hostname)) < 0)
 		return ts_err_errno(err, -errno, "set hostname");
 	r = ts_net_loopback_up(err);
+	if (r < 0)
+		return r;
+	/* still with CAP_NET_ADMIN of our user namespace, which nothing inside keeps */
+	r = ts_net_egress_setup(ctx, err);
 	if (r < 0)
 		return r;
 	if (ctx->chdir && chdir(ctx->chdir) < 0)
@@ -334,8 +343,10 @@ int main(int argc, char **argv)
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			return TS_HELPER_EXIT_SETUP;
 	}
-	/* before the clone: the new namespace would otherwise wait for this too */
-	if ((r = ts_idmap_check(&ctx, &err)) < 0) {
+	/* before the clone: the new namespace would otherwise wait for this too; the host's
+	 * addresses are this namespace's, the child's will be its own */
+	if ((r = ts_idmap_check(&ctx, &err)) < 0 ||
+	    (ctx.net.mode != TS_NET_NONE && (r = ts_netproc_host_addrs(&ctx, &err)) < 0)) {
 		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
 	}
@@ -401,6 +412,11 @@ int main(int argc, char **argv)
 		r = ts_idmap_apply(child, &ctx, &err);
 	if (r >= 0)
 		r = ts_cgroup_setup(&ctx.cgroup, child, &err);
+	/* egress: the program joins the child's namespaces while it waits for "go" (the
+	 * maps are written, it is still dumpable); its tap device exists before the child
+	 * configures it */
+	if (r >= 0 && ctx.net.mode != TS_NET_NONE)
+		r = ts_netproc_start(&ctx, child, pidfd, &err);
 	ts_sync_send_go(sp[0], r < 0 ? 'x' : 'g');
 	if (r >= 0)
 		r = ts_sync_wait_child(sp[0], &err);
@@ -409,6 +425,7 @@ int main(int argc, char **argv)
 		fail(&ctx, &err);
 		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 			;
+		ts_netproc_wait(&ctx);
 		ts_cgroup_cleanup(&ctx.cgroup);
 		return TS_HELPER_EXIT_SETUP;
 	}
@@ -428,6 +445,7 @@ int main(int argc, char **argv)
 	if (ctx.detach)
 		return 0;
 	status = supervise(child, pidfd);
+	ts_netproc_wait(&ctx);
 	ts_cgroup_cleanup(&ctx.cgroup);
 	ts_helper_ctx_free(&ctx);
 	return exit_code(status);

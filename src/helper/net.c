@@ -1,12 +1,45 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "net.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <linux/if_addr.h>
+#include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nft.h"
+#include "nlattr.h"
+#include "cleanup.h"
+#include "util.h"
+
+/*
+ * Never reachable through egress, whatever the policy allows: private, loopback,
+ * link-local, CGNAT, multicast and reserved space (RFC 6890). The documentation ranges
+ * (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24) exist on no real network and stay
+ * routable: tests use them as public hosts.
+ */
+static const char *const blocked_v4[] = {
+	"0.0.0.0/8",	  "10.0.0.0/8",	   "100.64.0.0/10", "127.0.0.0/8",
+	"169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",  "192.88.99.0/24",
+	"192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4",   "240.0.0.0/4",
+};
+
+/* Always blocked, above any allow rule of the same length: cloud metadata services. */
+static const char *const always_v4[] = { "169.254.169.254/32" };
+
+/* Route priorities (RTA_PRIORITY): for one prefix the lowest wins, so a deny beats an
+ * allow of the same prefix, and an allow beats a built-in block of the same prefix. */
+enum {
+	PRIO_DENY = 1,
+	PRIO_ALLOW = 2,
+	PRIO_BLOCK = 3
+};
 
 /* libnl-3 core only (no libnl-route): one RTM_NEWLINK with IFF_UP for `lo`. */
 int ts_net_loopback_up(struct ts_error *err)
@@ -47,4 +80,254 @@ out:
 	nlmsg_free(msg);
 	nl_socket_free(sk);
 	return r;
+}
+
+static int cidr_const(const char *s, struct ts_cidr *c)
+{
+	return ts_cidr_parse(s, c);
+}
+
+static int rule_cmp(const void *a, const void *b)
+{
+	const struct ts_net_rule *x = a, *y = b;
+
+	if (x->cidr.len != y->cidr.len)
+		return x->cidr.len > y->cidr.len ? -1 : 1;
+	if (x->dns_only != y->dns_only)
+		return x->dns_only ? -1 : 1;
+	if (x->strong != y->strong)
+		return x->strong ? -1 : 1;
+	/* an allow beats the built-in block of the same prefix */
+	if (x->accept != y->accept)
+		return x->accept ? -1 : 1;
+	return 0;
+}
+
+int ts_net_rules(const struct ts_helper_ctx *ctx, struct ts_net_rule *rules, size_t *n)
+{
+	const struct ts_net_plan *np = &ctx->net;
+	size_t room = *n, k = 0;
+	struct ts_cidr c;
+
+#define ADD(cidr_, accept_, dns_, strong_)                                                         \
+	do {                                                                                       \
+		if (k >= room)                                                                     \
+			return -E2BIG;                                                             \
+		rules[k++] = (struct ts_net_rule){ .cidr = (cidr_),                                \
+						   .accept = (accept_),                            \
+						   .dns_only = (dns_),                             \
+						   .strong = (strong_) };                          \
+	} while (0)
+	/* the DNS forwarder: port 53 only; every other port of it is blocked below */
+	if (cidr_const(TS_NET_DNS, &c) == 0) {
+		ADD(c, true, true, true);
+		ADD(c, false, false, true);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(always_v4); i++)
+		if (cidr_const(always_v4[i], &c) == 0)
+			ADD(c, false, false, true);
+	for (size_t i = 0; i < np->n_host; i++)
+		if (np->host[i].family == AF_INET)
+			ADD(np->host[i], false, false, true);
+	for (size_t i = 0; i < np->n_deny; i++)
+		if (np->deny[i].family == AF_INET)
+			ADD(np->deny[i], false, false, true);
+	for (size_t i = 0; i < np->n_allow; i++)
+		if (np->allow[i].family == AF_INET)
+			ADD(np->allow[i], true, false, false);
+	for (size_t i = 0; i < ELEMENTSOF(blocked_v4); i++)
+		if (cidr_const(blocked_v4[i], &c) == 0)
+			ADD(c, false, false, false);
+#undef ADD
+	/* stable enough: equal entries are interchangeable */
+	qsort(rules, k, sizeof(*rules), rule_cmp);
+	*n = k;
+	return 0;
+}
+
+static int send_ack(struct nl_sock *sk, struct nl_msg *msg)
+{
+	int r = nl_send_auto(sk, msg);
+
+	if (r >= 0)
+		r = nl_wait_for_ack(sk);
+	nlmsg_free(msg);
+	return r < 0 ? r : 0;
+}
+
+/* RTM_NEWROUTE in the main table: type RTN_UNICAST through the gateway (onlink: the
+ * sandbox's address is a /32, so no subnet holds the gateway) or RTN_PROHIBIT, which
+ * fails a connect at once with EACCES. */
+static int add_route(struct nl_sock *sk, const struct ts_cidr *dst, unsigned char type,
+		     uint32_t prio, const struct in_addr *gw, int oif)
+{
+	struct rtmsg rtm = {
+		.rtm_family = (unsigned char)dst->family,
+		.rtm_dst_len = dst->len,
+		.rtm_table = RT_TABLE_MAIN,
+		.rtm_protocol = RTPROT_STATIC,
+		.rtm_scope = RT_SCOPE_UNIVERSE,
+		.rtm_type = type,
+	};
+	struct nl_msg *msg;
+	size_t alen = dst->family == AF_INET ? 4 : 16;
+	uint32_t oif32 = (uint32_t)oif;
+	int r;
+
+	if (type == RTN_UNICAST)
+		rtm.rtm_flags = RTNH_F_ONLINK;
+	msg = nlmsg_alloc_simple(RTM_NEWROUTE,
+				 NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
+	if (!msg)
+		return -NLE_NOMEM;
+	r = nlmsg_append(msg, &rtm, sizeof(rtm), NLMSG_ALIGNTO);
+	if (r == 0 && dst->len)
+		r = ts_nla_put(msg, RTA_DST, dst->addr, alen);
+	if (r == 0)
+		r = ts_nla_put_u32(msg, RTA_PRIORITY, prio);
+	if (r == 0 && type == RTN_UNICAST) {
+		r = ts_nla_put(msg, RTA_GATEWAY, gw, 4);
+		if (r == 0)
+			r = ts_nla_put_u32(msg, RTA_OIF, oif32);
+	}
+	if (r < 0) {
+		nlmsg_free(msg);
+		return r;
+	}
+	r = send_ack(sk, msg);
+	/* the same prefix given twice (a deny list naming a host address) */
+	return r == -NLE_EXIST ? 0 : r;
+}
+
+/*
+ * The link the egress program made: no IPv6 address generation (so no link-local address
+ * and no fe80::/64 route on it: IPv6 does not leave), the MTU, up.
+ */
+static int link_setup(struct nl_sock *sk, int ifindex)
+{
+	struct ifinfomsg ifi = {
+		.ifi_family = AF_UNSPEC,
+		.ifi_index = ifindex,
+	};
+	long spec, in6;
+	struct nl_msg *msg;
+	int r;
+
+	msg = nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK);
+	if (!msg)
+		return -NLE_NOMEM;
+	r = nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO);
+	spec = r == 0 ? ts_nla_nest(msg, IFLA_AF_SPEC) : -1;
+	in6 = spec >= 0 ? ts_nla_nest(msg, AF_INET6) : -1;
+	if (in6 < 0 || ts_nla_put_u8(msg, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE) < 0) {
+		nlmsg_free(msg);
+		return -NLE_NOMEM;
+	}
+	ts_nla_nest_end(msg, in6);
+	ts_nla_nest_end(msg, spec);
+	r = send_ack(sk, msg);
+	if (r < 0)
+		return r;
+	ifi.ifi_flags = IFF_UP;
+	ifi.ifi_change = IFF_UP;
+	msg = nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK);
+	if (!msg || nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
+	    ts_nla_put_u32(msg, IFLA_MTU, TS_NET_MTU) < 0) {
+		nlmsg_free(msg);
+		return -NLE_NOMEM;
+	}
+	return send_ack(sk, msg);
+}
+
+static int add_address(struct nl_sock *sk, int ifindex, const struct in_addr *a)
+{
+	struct ifaddrmsg ifa = {
+		.ifa_family = AF_INET,
+		.ifa_prefixlen = 32,
+		.ifa_scope = RT_SCOPE_UNIVERSE,
+		.ifa_index = (unsigned)ifindex,
+	};
+	struct nl_msg *msg =
+		nlmsg_alloc_simple(RTM_NEWADDR, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE);
+
+	if (!msg || nlmsg_append(msg, &ifa, sizeof(ifa), NLMSG_ALIGNTO) < 0 ||
+	    ts_nla_put(msg, IFA_LOCAL, a, 4) < 0 || ts_nla_put(msg, IFA_ADDRESS, a, 4) < 0) {
+		nlmsg_free(msg);
+		return -NLE_NOMEM;
+	}
+	return send_ack(sk, msg);
+}
+
+int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err)
+{
+	struct ts_net_rule
+		rules[3 + 1 + TS_HELPER_MAX_HOST_ADDRS + 2 * TS_HELPER_MAX_NET_RULES + 16];
+	size_t n_rules = ELEMENTSOF(rules);
+	struct in_addr addr, gw;
+	struct ts_cidr any4 = { .family = AF_INET }, any6 = { .family = AF_INET6 }, dns;
+	struct nl_sock *sk = NULL;
+	const char *what = "";
+	int ifindex, r;
+
+	if (ctx->net.mode == TS_NET_NONE)
+		return 0;
+	if (inet_pton(AF_INET, TS_NET_ADDR, &addr) != 1 ||
+	    inet_pton(AF_INET, TS_NET_GATEWAY, &gw) != 1)
+		return ts_err(err, -EINVAL, "bad built-in address");
+	if (ts_cidr_parse(TS_NET_DNS, &dns) < 0)
+		return ts_err(err, -EINVAL, "bad built-in address");
+	ifindex = (int)if_nametoindex(TS_NET_IFNAME);
+	if (ifindex == 0)
+		return ts_err_errno(err, -errno, "find interface `%s` (made by `%s`)",
+				    TS_NET_IFNAME, ctx->net.program);
+	r = ts_net_rules(ctx, rules, &n_rules);
+	if (r < 0)
+		return ts_err(err, r, "too many network rules");
+	sk = nl_socket_alloc();
+	if (!sk)
+		return ts_err(err, -ENOMEM, "allocate netlink socket");
+	r = nl_connect(sk, NETLINK_ROUTE);
+	if (r < 0) {
+		what = "connect rtnetlink";
+		goto out;
+	}
+	what = "set up `" TS_NET_IFNAME "`";
+	if ((r = link_setup(sk, ifindex)) < 0)
+		goto out;
+	what = "add address " TS_NET_ADDR "/32";
+	if ((r = add_address(sk, ifindex, &addr)) < 0)
+		goto out;
+	what = "add the default route";
+	if ((r = add_route(sk, &any4, RTN_UNICAST, 0, &gw, ifindex)) < 0)
+		goto out;
+	/* No IPv6 egress: every IPv6 destination but the sandbox's own (the local table,
+	 * looked up first) fails with EACCES. */
+	what = "prohibit IPv6";
+	if ((r = add_route(sk, &any6, RTN_PROHIBIT, PRIO_BLOCK, NULL, 0)) < 0)
+		goto out;
+	/* the DNS forwarder's address: routable (the netfilter rules keep it to port 53) */
+	what = "route the DNS forwarder " TS_NET_DNS;
+	if ((r = add_route(sk, &dns, RTN_UNICAST, PRIO_DENY, &gw, ifindex)) < 0)
+		goto out;
+	for (size_t i = 0; i < n_rules; i++) {
+		static char buf[TS_CIDR_STRLEN];
+		const struct ts_net_rule *ru = &rules[i];
+
+		if (!memcmp(&ru->cidr, &dns, sizeof(dns)))
+			continue;
+		what = ts_cidr_format(&ru->cidr, buf, sizeof(buf));
+		r = add_route(sk, &ru->cidr, ru->accept ? RTN_UNICAST : RTN_PROHIBIT,
+			      ru->strong   ? PRIO_DENY
+			      : ru->accept ? PRIO_ALLOW
+					   : PRIO_BLOCK,
+			      &gw, ifindex);
+		if (r < 0)
+			goto out;
+	}
+	nl_socket_free(sk);
+	sk = NULL;
+	return ts_nft_egress(ifindex, rules, n_rules, err);
+out:
+	nl_socket_free(sk);
+	return ts_err(err, -EIO, "network egress: %s: %s", what, nl_geterror(r));
 }

@@ -305,14 +305,42 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 	}
 	(void)any_cg;
 
-	c = add(out, max, &n, "network helpers", TS_CHECK_INFO);
+	c = add(out, max, &n, "network egress", TS_CHECK_OK);
 	if (c) {
-		bool pasta = access("/usr/bin/pasta", X_OK) == 0;
-		bool slirp = access("/usr/bin/slirp4netns", X_OK) == 0;
+		char path[4096];
+		enum ts_net_backend b = ts_hostcheck_net_backend(path, sizeof(path));
 
-		snprintf(c->detail, sizeof(c->detail),
-			 "pasta %s, slirp4netns %s (sandboxes are loopback-only; not needed now)",
-			 pasta ? "found" : "missing", slirp ? "found" : "missing");
+		if (b == TS_NET_BACKEND_NONE) {
+			c->level = TS_CHECK_INFO;
+			snprintf(c->detail, sizeof(c->detail),
+				 "neither pasta nor slirp4netns found: `--network` is unavailable "
+				 "(sandboxes without it need neither)");
+			snprintf(c->fix, sizeof(c->fix),
+				 "optional: apt-get install passt (pasta), or slirp4netns");
+		} else {
+			snprintf(c->detail, sizeof(c->detail), "`--network` uses %s (`%.200s`)%s",
+				 ts_hostcheck_net_backend_name(b), path,
+				 b == TS_NET_BACKEND_SLIRP4NETNS
+					 ? "; pasta is preferred: apt-get install passt"
+					 : "");
+		}
+	}
+	c = add(out, max, &n, "/dev/net/tun", TS_CHECK_OK);
+	if (c) {
+		struct ts_error terr = { 0 };
+
+		if (ts_hostcheck_tun(&terr) < 0) {
+			char *fix = strstr(terr.msg, "; fix: ");
+
+			c->level = TS_CHECK_WARN;
+			if (fix) {
+				snprintf(c->fix, sizeof(c->fix), "%s", fix + 7);
+				*fix = '\0';
+			}
+			snprintf(c->detail, sizeof(c->detail), "%s", terr.msg);
+		} else {
+			snprintf(c->detail, sizeof(c->detail), "usable by this user (`--network`)");
+		}
 	}
 	c = add(out, max, &n, "staging directory", TS_CHECK_OK);
 	if (c) {
@@ -328,4 +356,63 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 		}
 	}
 	return n;
+}
+
+const char *ts_hostcheck_net_backend_name(enum ts_net_backend b)
+{
+	return b == TS_NET_BACKEND_PASTA	 ? "pasta"
+	       : b == TS_NET_BACKEND_SLIRP4NETNS ? "slirp4netns"
+						 : "none";
+}
+
+static bool find_program(const char *name, char *path, size_t len)
+{
+	static const char *const dirs[] = { "/usr/bin", "/usr/sbin", "/bin", "/usr/local/bin" };
+	struct stat st;
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		snprintf(path, len, "%s/%s", dirs[i], name);
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+enum ts_net_backend ts_hostcheck_net_backend(char *path, size_t len)
+{
+	const char *want = getenv("TOREN_SANDBOX_NETWORK_BACKEND");
+	bool any = !want || !want[0] || !strcmp(want, "auto");
+
+	if ((any || !strcmp(want, "pasta")) && find_program("pasta", path, len))
+		return TS_NET_BACKEND_PASTA;
+	if ((any || !strcmp(want, "slirp4netns")) && find_program("slirp4netns", path, len))
+		return TS_NET_BACKEND_SLIRP4NETNS;
+	path[0] = '\0';
+	return TS_NET_BACKEND_NONE;
+}
+
+int ts_hostcheck_tun(struct ts_error *err)
+{
+	struct stat st;
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC), e = errno;
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (e == ENOENT)
+		return ts_err(err, -ENOENT,
+			      "`/dev/net/tun` does not exist: egress needs a tap device; fix: "
+			      "modprobe tun (or a kernel with CONFIG_TUN)");
+	if (stat("/dev/net/tun", &st) == 0 && (e == EACCES || e == EPERM))
+		return ts_err(
+			err, -EACCES,
+			"`/dev/net/tun` is mode %04o owned by uid %u: this user cannot open "
+			"it, so pasta and slirp4netns cannot give a sandbox egress; fix: "
+			"chmod 0666 /dev/net/tun (Debian's usual mode; the device only makes "
+			"interfaces in namespaces one may administer), persistent with a udev "
+			"rule: echo 'KERNEL==\"tun\", MODE=\"0666\"' > "
+			"/etc/udev/rules.d/60-tun.rules",
+			(unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+	return ts_err_errno(err, -e, "open `/dev/net/tun`; fix: check the device node");
 }

@@ -47,3 +47,28 @@ bool ts_cgroup_delegated(const char *controller, char *why, size_t len);
  * is not there to do it, and a killed helper could not. Best effort; absent is fine.
  */
 void ts_cgroup_remove(const char *name);
+
+/* Egress programs, in the order they are preferred. */
+enum ts_net_backend {
+	TS_NET_BACKEND_NONE,
+	TS_NET_BACKEND_PASTA,
+	TS_NET_BACKEND_SLIRP4NETNS,
+};
+
+/*
+ * Which program `network: true` uses: pasta, else slirp4netns, looked up in /usr/bin,
+ * /usr/sbin, /bin, /usr/local/bin (never $PATH: the helper executes it for every
+ * sandbox). $TOREN_SANDBOX_NETWORK_BACKEND (`pasta`, `slirp4netns`) asks for one of
+ * them. Fills path (absolute) and returns the backend, or TS_NET_BACKEND_NONE.
+ */
+enum ts_net_backend ts_hostcheck_net_backend(char *path, size_t len);
+
+/* The backend's program name ("pasta", "slirp4netns", "none"). */
+const char *ts_hostcheck_net_backend_name(enum ts_net_backend b);
+
+/*
+ * Can this process open /dev/net/tun, as the egress program must (it runs as us)?
+ * 0, or -errno with err saying what is wrong and the fix (Debian's mode 0666, a udev
+ * rule).
+ */
+int ts_hostcheck_tun(struct ts_error *err);

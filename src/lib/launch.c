@@ -88,6 +88,9 @@ struct ts_prepared {
 	unsigned seccomp_flags;	       /* TS_SECCOMP_* */
 	bool sudo;		       /* durable, with a root: init serves sudo (policy sudo) */
 	char sudo_usr[4096];	       /* host image + sudo: the layer put over /usr */
+	enum ts_net_backend net;       /* egress program, TS_NET_BACKEND_NONE: only `lo` */
+	char net_prog[4096];	       /* its absolute path */
+	char resolv[4300]; /* egress: the resolv.conf bound at /etc/resolv.conf, or "" */
 };
 
 static void prepared_free(struct ts_prepared *p)
@@ -415,6 +418,28 @@ static int push_owner(struct ts_strv *a, bool two_users)
 	return ts_strv_push(a, "--owner") | ts_strv_push(a, "0");
 }
 
+/* --net-pasta/--net-slirp4netns and the policy's rules. */
+static int build_network(struct ts_strv *a, const struct ts_prepared *p,
+			 const struct ts_policy *pol)
+{
+	char buf[TS_CIDR_STRLEN];
+	int r = 0;
+
+	if (p->net == TS_NET_BACKEND_NONE)
+		return 0;
+	r |= ts_strv_push(a, p->net == TS_NET_BACKEND_PASTA ? "--net-pasta" : "--net-slirp4netns");
+	r |= ts_strv_push(a, p->net_prog);
+	for (size_t i = 0; i < pol->n_net_allow; i++) {
+		r |= ts_strv_push(a, "--net-allow");
+		r |= ts_strv_push(a, ts_cidr_format(&pol->net_allow[i], buf, sizeof(buf)));
+	}
+	for (size_t i = 0; i < pol->n_net_deny; i++) {
+		r |= ts_strv_push(a, "--net-deny");
+		r |= ts_strv_push(a, ts_cidr_format(&pol->net_deny[i], buf, sizeof(buf)));
+	}
+	return r;
+}
+
 static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
 	struct ts_strv *a = &p->argv;
@@ -507,6 +532,13 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 		r |= ts_strv_push(a, pol->ro_binds[i].src);
 		r |= ts_strv_push(a, pol->ro_binds[i].dst);
 	}
+	if (p->resolv[0]) {
+		/* the one resolver the firewall lets through (the egress program's forwarder) */
+		r |= ts_strv_push(a, "--ro-bind");
+		r |= ts_strv_push(a, p->resolv);
+		r |= ts_strv_push(a, "/etc/resolv.conf");
+	}
+	r |= build_network(a, p, pol);
 	if (p->ws_owner_uid >= 0) {
 		r |= ts_strv_push(a, "--bind-owner");
 		r |= ts_strv_pushf(a, "%lld:%lld", p->ws_owner_uid, p->ws_owner_gid);
@@ -864,6 +896,68 @@ static int open_workspace(struct ts_prepared *p, const char *given, struct ts_er
 	return 0;
 }
 
+/*
+ * Egress (policy `network`): the program, a usable /dev/net/tun (the program runs as us
+ * and opens it: fail here, with the fix, rather than deep in the helper), and the
+ * resolv.conf naming the DNS forwarder, bound over the image's where it has a file there.
+ */
+static int prepare_network(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
+{
+	static const char content[] = "# toren-sandbox: the DNS forwarder of the sandbox's egress\n"
+				      "nameserver " TS_NET_DNS "\n";
+	char dir[4200], tmp[4300];
+	_cleanup_free_ char *old = NULL;
+	bool have = false;
+	int r;
+
+	p->net = ts_hostcheck_net_backend(p->net_prog, sizeof(p->net_prog));
+	if (p->net == TS_NET_BACKEND_NONE)
+		return ts_err(
+			err, -ENOENT,
+			"`network: true` needs pasta or slirp4netns and neither is installed: "
+			"apt-get install passt (see `toren-sandbox doctor`)");
+	if (!o->dry_run && (r = ts_hostcheck_tun(err)) < 0)
+		return ts_err_prefix(err, r, "`network: true`");
+	/* which layer's /etc/resolv.conf the sandbox sees: the first that has one */
+	for (size_t i = 0; i < p->image.n_lowers && !have; i++) {
+		struct stat st;
+
+		snprintf(tmp, sizeof(tmp), "%s/etc/resolv.conf", p->image.lowers[i]);
+		if (lstat(tmp, &st) < 0)
+			continue;
+		if (!S_ISREG(st.st_mode))
+			break;
+		have = true;
+	}
+	if (!have)
+		return note(p, false,
+			    "the image has no regular file /etc/resolv.conf: name resolution "
+			    "inside uses none; give it one naming %s (the DNS forwarder)",
+			    TS_NET_DNS) < 0
+			       ? ts_err(err, -ENOMEM, "out of memory")
+			       : 0;
+	snprintf(dir, sizeof(dir), "%s/cache/net", p->paths.root);
+	if (ts_mkdir_p(AT_FDCWD, dir, 0700) < 0)
+		return ts_err_errno(err, -errno, "create `%s`", dir);
+	snprintf(p->resolv, sizeof(p->resolv), "%s/resolv.conf", dir);
+	if (ts_read_file_at(AT_FDCWD, p->resolv, 4096, &old, NULL) == 0 && !strcmp(old, content))
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s/.resolv.conf-%d", dir, (int)getpid());
+	{
+		_cleanup_close_ int fd =
+			open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+		if (fd < 0 || ts_write_all(fd, content, sizeof(content) - 1) < 0 ||
+		    fchmod(fd, 0644) < 0)
+			return ts_err_errno(err, -errno, "write `%s`", tmp);
+	}
+	if (rename(tmp, p->resolv) < 0) {
+		unlink(tmp);
+		return ts_err_errno(err, -errno, "install `%s`", p->resolv);
+	}
+	return 0;
+}
+
 static int prepare(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
 	_cleanup_close_ int wsfd = -EBADF, upper_fd = -EBADF;
@@ -1008,6 +1102,8 @@ dirs_done:
 		r = ts_image_add_sudo(p->paths.root, p->paths.sudo, &p->image, p->sudo_usr,
 				      sizeof(p->sudo_usr), err);
 	if (r < 0)
+		return r;
+	if (o->policy->network && (r = prepare_network(p, o, err)) < 0)
 		return r;
 
 	prof = o->policy->seccomp_profile;

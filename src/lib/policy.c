@@ -2,6 +2,8 @@
 #include "policy.h"
 
 #include <errno.h>
+#include <sys/socket.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@ enum {
 	SET_INOTIFY_INSTANCES = 1 << 6,
 	SET_INOTIFY_WATCHES = 1 << 7,
 	SET_SUDO = 1 << 8,
+	SET_NETWORK = 1 << 9,
 };
 
 struct loader {
@@ -457,8 +460,116 @@ static int parse_seccomp(struct loader *l)
 }
 
 static const char *const top_keys[] = {
-	"version", "limits", "env", "ro_binds", "protected", "seccomp", "sudo",
+	"version", "limits", "env", "ro_binds", "protected", "seccomp", "sudo", "network",
 };
+
+int ts_policy_parse_net_entry(const char *s, bool allow, struct ts_cidr *ret, char *why,
+			      size_t why_len)
+{
+	if (ts_cidr_parse(s, ret) == 0) {
+		if (allow && ret->family == AF_INET6) {
+			snprintf(why, why_len,
+				 "IPv6 egress is not supported yet (IPv6 does not "
+				 "leave a sandbox at all)");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (ts_cidr_looks_like_name(s))
+		snprintf(why, why_len,
+			 "name-based allow-lists are not supported yet: give address prefixes "
+			 "like 192.0.2.0/24");
+	else
+		snprintf(why, why_len,
+			 "not an address prefix: want ADDR or ADDR/LEN with the host bits zero, "
+			 "like 10.1.0.0/16");
+	return -EINVAL;
+}
+
+static int net_list(struct loader *l, bool allow)
+{
+	struct ts_policy *p = l->p;
+	const char *name = allow ? "allow" : "deny";
+	struct ts_cidr *list = allow ? p->net_allow : p->net_deny;
+	size_t *n = allow ? &p->n_net_allow : &p->n_net_deny;
+	char b[SHOW_MAX + 4], why[160];
+	bool empty;
+	int r;
+
+	r = ts_yaml_expect(&l->y, name, YAML_SEQUENCE_START_EVENT, &empty);
+	if (r < 0 || empty)
+		return r;
+	for (;;) {
+		const char *s = NULL;
+
+		r = ts_yaml_next(&l->y);
+		if (r < 0)
+			return r;
+		if (l->y.ev.type == YAML_SEQUENCE_END_EVENT)
+			return 0;
+		r = ts_yaml_scalar(&l->y, name, &s);
+		if (r < 0)
+			return r;
+		if (*n >= TS_POLICY_MAX_NET_RULES)
+			return ts_yaml_err(&l->y, &l->y.ev.start_mark, -E2BIG,
+					   "too many entries in `network.%s` (at most %d)", name,
+					   TS_POLICY_MAX_NET_RULES);
+		if (ts_policy_parse_net_entry(s, allow, &list[*n], why, sizeof(why)) < 0)
+			return ts_yaml_err(&l->y, &l->y.ev.start_mark, -EINVAL,
+					   "invalid entry `%s` in `network.%s`: %s",
+					   ts_yaml_show(b, s, strlen(s)), name, why);
+		(*n)++;
+	}
+}
+
+/* `network`: true, false, or a mapping with `allow` and `deny` (which means true) */
+static int parse_network(struct loader *l)
+{
+	static const char *const keys[] = { "allow", "deny" };
+	unsigned seen = 0;
+	char b[SHOW_MAX + 4];
+	int r;
+
+	if (l->y.ev.type == YAML_SCALAR_EVENT) {
+		const char *s = (const char *)l->y.ev.data.scalar.value;
+
+		if (l->y.ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
+		    (strcmp(s, "true") && strcmp(s, "false")))
+			return ts_yaml_err(
+				&l->y, &l->y.ev.start_mark, -EINVAL,
+				"invalid value `%s` for `network`: expected true, false or a "
+				"mapping with `allow` and `deny`",
+				ts_yaml_show(b, s, strlen(s)));
+		l->p->network = !strcmp(s, "true");
+		l->set |= SET_NETWORK;
+		return 0;
+	}
+	if (l->y.ev.type != YAML_MAPPING_START_EVENT)
+		return ts_yaml_err(&l->y, &l->y.ev.start_mark, -EINVAL,
+				   "expected true, false or a mapping for `network`, got %s",
+				   ts_yaml_kind(&l->y.ev));
+	for (;;) {
+		size_t idx = 0;
+
+		r = ts_yaml_next(&l->y);
+		if (r < 0)
+			return r;
+		if (l->y.ev.type == YAML_MAPPING_END_EVENT)
+			break;
+		r = ts_yaml_key(&l->y, keys, ELEMENTSOF(keys), "network", &seen, &idx);
+		if (r < 0)
+			return r;
+		r = ts_yaml_next(&l->y);
+		if (r < 0)
+			return r;
+		r = net_list(l, idx == 0);
+		if (r < 0)
+			return r;
+	}
+	l->p->network = true;
+	l->set |= SET_NETWORK;
+	return 0;
+}
 
 /* `sudo`: a plain `true` or `false`, nothing YAML 1.1 would also read as one (yes, on) */
 static int parse_sudo(struct loader *l)
@@ -515,6 +626,9 @@ static int parse_top(struct ts_yaml *y, void *userdata)
 		case 6:
 			r = parse_sudo(l);
 			break;
+		case 7:
+			r = parse_network(l);
+			break;
 		default:
 			r = parse_seccomp(l);
 			break;
@@ -527,6 +641,9 @@ static int parse_top(struct ts_yaml *y, void *userdata)
 /* Move t into p: scalars t set replace, lists append. Either all of it or nothing. */
 static int merge(struct ts_policy *p, struct ts_policy *t, unsigned set)
 {
+	if (p->n_net_allow + t->n_net_allow > TS_POLICY_MAX_NET_RULES ||
+	    p->n_net_deny + t->n_net_deny > TS_POLICY_MAX_NET_RULES)
+		return -E2BIG;
 	/* Grow first; a failed realloc leaves p's contents as they were. */
 	if (t->n_env) {
 		char **v = reallocarray(p->env, p->n_env + t->n_env, sizeof(*v));
@@ -578,6 +695,13 @@ static int merge(struct ts_policy *p, struct ts_policy *t, unsigned set)
 		p->inotify_instances = t->inotify_instances;
 	if (set & SET_SUDO)
 		p->sudo = t->sudo;
+	if (set & SET_NETWORK)
+		p->network = t->network;
+	memcpy(p->net_allow + p->n_net_allow, t->net_allow,
+	       t->n_net_allow * sizeof(t->net_allow[0]));
+	p->n_net_allow += t->n_net_allow;
+	memcpy(p->net_deny + p->n_net_deny, t->net_deny, t->n_net_deny * sizeof(t->net_deny[0]));
+	p->n_net_deny += t->n_net_deny;
 	if (set & SET_INOTIFY_WATCHES)
 		p->inotify_watches = t->inotify_watches;
 	if (t->seccomp_profile) {
@@ -605,7 +729,12 @@ int ts_policy_load(struct ts_policy *p, const char *path, struct ts_error *err)
 	ts_yaml_done(&l.y);
 	if (r == 0) {
 		r = merge(p, &t, l.set);
-		if (r < 0)
+		if (r == -E2BIG)
+			ts_err(err, r,
+			       "`%s`: too many `network` entries over all policy files (at most %d "
+			       "of each)",
+			       path, TS_POLICY_MAX_NET_RULES);
+		else if (r < 0)
 			ts_yaml_nomem(&l.y);
 	}
 	ts_policy_free(&t);

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cidr.h"
 #include "error.h"
 
 /*
@@ -26,9 +27,16 @@
  *     - .env
  *     - "*.pem"
  *   seccomp: /path/to/profile.json   # relative paths resolve against the policy file
+ *   network: true         # egress (pasta/slirp4netns), never to private ranges; or
+ *   network:              # the same with rules by address prefix
+ *     allow: [10.1.0.0/16]   # routable through the blocked ranges
+ *     deny: [203.0.113.0/24]
  *
  * Unknown keys and bad values are errors naming the file, line and key.
  */
+
+/* network allow and deny entries, each, over all policy files */
+#define TS_POLICY_MAX_NET_RULES 64
 
 /* env entries per policy file: the sandbox's whole environment is at most 4096 */
 #define TS_POLICY_MAX_ENV 1024
@@ -55,8 +63,20 @@ struct ts_policy {
 	char **protected_patterns;
 	size_t n_protected;
 	char *seccomp_profile; /* absolute path or NULL for the default */
-	bool sudo; /* a sudo that asks init (durable sandboxes with a root; default off) */
+	bool sudo;    /* a sudo that asks init (durable sandboxes with a root; default off) */
+	bool network; /* egress (default off: only `lo`) */
+	struct ts_cidr net_allow[TS_POLICY_MAX_NET_RULES], net_deny[TS_POLICY_MAX_NET_RULES];
+	size_t n_net_allow, n_net_deny;
 };
+
+/*
+ * Check one `allow`/`deny` entry of `network` (policy files and the E2B body alike): an
+ * IPv4 or IPv6 prefix. A host name or a name pattern is refused with "name-based
+ * allow-lists are not supported yet"; an IPv6 allow entry with "IPv6 egress is not
+ * supported yet". 0 or -EINVAL with why (a message without the entry's origin).
+ */
+int ts_policy_parse_net_entry(const char *s, bool allow, struct ts_cidr *ret, char *why,
+			      size_t why_len);
 
 /*
  * The rules for limit values, one place for policy files and command-line flags alike.

@@ -67,6 +67,8 @@ static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_
 			json_array_append_new(pp, json_string(*q));
 		json_object_set_new(spec, "protected", pp);
 	}
+	if (o->network)
+		json_object_set_new(spec, "network", json_true());
 	json_object_set_new(spec, "memory", json_integer((json_int_t)o->memory_bytes));
 	json_object_set_new(spec, "pids", json_integer((json_int_t)o->pids));
 	json_object_set_new(spec, "cpus", json_real(o->cpus));
@@ -199,6 +201,8 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 	/* asked for at create (the backend's `sudo`): over whatever the policy files say */
 	if (json_is_true(json_object_get(spec, "sudo")))
 		pol->sudo = true;
+	if (json_is_true(json_object_get(spec, "network")))
+		pol->network = true;
 	if (json_is_false(json_object_get(spec, "own_workspace")))
 		o->workspace = rec->workspace;
 	o->policy = pol;

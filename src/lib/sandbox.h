@@ -31,6 +31,7 @@ struct ts_create_opts {
 	bool as_root;		   /* processes as root by default */
 	bool with_root;		   /* a root inside even when they run as user */
 	bool sudo;		   /* sudo inside (as policy `sudo: true`) */
+	bool network;		   /* egress (as policy `network: true`) */
 	char **protected_patterns; /* more protected patterns (NULL-terminated), as a policy's */
 	unsigned long long memory_bytes, pids; /* 0: policy's */
 	double cpus;

@@ -2,10 +2,13 @@
 #include "sbstatus.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "cidr.h"
 #include "cleanup.h"
 #include "ctlclient.h"
 #include "procinfo.h"
@@ -142,6 +145,47 @@ static json_t *path_json(const char *dir, const char *sub)
 	return json_string(buf);
 }
 
+/*
+ * The sandbox's network: "egress" (the egress interface is there, or the spec asked for
+ * it) or "none" (only `lo`), and while it runs the interface's counters, read from the
+ * host in init's network namespace (/proc/PID/net/dev): bytes and packets in and out, all
+ * of the sandbox's traffic through its egress program.
+ */
+static json_t *network_json(const struct ts_sandbox_rec *rec, const struct ts_sb_live *live,
+			    json_t *spec)
+{
+	json_t *j = json_object();
+	bool egress = spec && json_is_true(json_object_get(spec, "network"));
+	char path[64], *text = NULL, *line, *save = NULL;
+
+	if (live->running && rec->init_pid > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/net/dev", (int)rec->init_pid);
+		if (ts_read_file_at(AT_FDCWD, path, 65536, &text, NULL) < 0)
+			text = NULL;
+	}
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long rx, rxp, tx, txp, skip;
+		char *colon = strchr(line, ':');
+
+		while (*line == ' ')
+			line++;
+		if (!colon || strncmp(line, TS_NET_IFNAME ":", sizeof(TS_NET_IFNAME)) != 0)
+			continue;
+		if (sscanf(colon + 1, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &rx,
+			   &rxp, &skip, &skip, &skip, &skip, &skip, &skip, &tx, &txp) != 10)
+			continue;
+		egress = true;
+		json_object_set_new(j, "rx_bytes", json_integer((json_int_t)rx));
+		json_object_set_new(j, "tx_bytes", json_integer((json_int_t)tx));
+		json_object_set_new(j, "rx_packets", json_integer((json_int_t)rxp));
+		json_object_set_new(j, "tx_packets", json_integer((json_int_t)txp));
+	}
+	free(text);
+	json_object_set_new(j, "mode", json_string(egress ? "egress" : "none"));
+	return j;
+}
+
 json_t *ts_sb_rec_json(const struct ts_sandbox_rec *rec, const struct ts_sb_live *live,
 		       long long now)
 {
@@ -175,6 +219,7 @@ json_t *ts_sb_rec_json(const struct ts_sandbox_rec *rec, const struct ts_sb_live
 	labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL);
 	json_object_set_new(j, "labels", labels ? labels : json_object());
 	spec = ts_sb_spec_json(rec->spec);
+	json_object_set_new(j, "network", network_json(rec, live, spec));
 	json_object_set_new(j, "spec", spec ? spec : json_null());
 
 	json_object_set_new(paths, "dir", json_string(rec->dir));

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cidr.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+int ts_cidr_parse(const char *s, struct ts_cidr *ret)
+{
+	char buf[TS_CIDR_STRLEN];
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s), max, bytes;
+	struct ts_cidr c = { 0 };
+	unsigned long len;
+	char *end;
+
+	if (alen == 0 || alen >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, alen);
+	buf[alen] = '\0';
+	if (inet_pton(AF_INET, buf, c.addr) == 1) {
+		c.family = AF_INET;
+		max = 32;
+	} else if (inet_pton(AF_INET6, buf, c.addr) == 1) {
+		c.family = AF_INET6;
+		max = 128;
+	} else {
+		return -EINVAL;
+	}
+	len = max;
+	if (slash) {
+		if (slash[1] < '0' || slash[1] > '9' || (slash[1] == '0' && slash[2]))
+			return -EINVAL;
+		errno = 0;
+		len = strtoul(slash + 1, &end, 10);
+		if (errno || *end || len > max)
+			return -EINVAL;
+	}
+	c.len = (unsigned char)len;
+	/* host bits must be clear */
+	bytes = max / 8;
+	for (size_t i = 0; i < bytes; i++) {
+		unsigned keep = len >= (i + 1) * 8 ? 8 : len > i * 8 ? (unsigned)(len - i * 8) : 0;
+		unsigned char mask = (unsigned char)(keep ? 0xff << (8 - keep) : 0);
+
+		if (c.addr[i] & (unsigned char)~mask)
+			return -EINVAL;
+	}
+	*ret = c;
+	return 0;
+}
+
+bool ts_cidr_looks_like_name(const char *s)
+{
+	for (const char *p = s; *p; p++) {
+		if (*p == '*')
+			return true;
+		if ((*p >= 'g' && *p <= 'z') || (*p >= 'G' && *p <= 'Z') || *p == '-' || *p == '_')
+			return true;
+	}
+	/* a dotted name made of hex-looking labels ("cafe.be") */
+	return strchr(s, '.') && !strchr(s, ':') && strspn(s, "0123456789./") != strlen(s);
+}
+
+char *ts_cidr_format(const struct ts_cidr *c, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	inet_ntop(c->family, c->addr, a, sizeof(a));
+	snprintf(buf, len, "%s/%u", a, c->len);
+	return buf;
+}
+
+bool ts_cidr_contains(const struct ts_cidr *p, const unsigned char *a, int family)
+{
+	unsigned full = p->len / 8, rest = p->len % 8;
+
+	if (p->family != family)
+		return false;
+	if (memcmp(p->addr, a, full) != 0)
+		return false;
+	if (rest) {
+		unsigned char mask = (unsigned char)(0xff << (8 - rest));
+
+		if ((p->addr[full] & mask) != (a[full] & mask))
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "netproc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "syscall.h"
+#include "util.h"
+
+/* fds of the egress program (slirp4netns's --ready-fd and --exit-fd; pasta's --pid) */
+#define PROG_READY_FD 3
+#define PROG_EXIT_FD 4
+#define READY_TIMEOUT_MS 10000
+
+int ts_netproc_host_addrs(struct ts_helper_ctx *ctx, struct ts_error *err)
+{
+	struct ifaddrs *list = NULL;
+
+	if (getifaddrs(&list) < 0)
+		return ts_err_errno(err, -errno, "list the host's addresses");
+	ctx->net.n_host = 0;
+	for (struct ifaddrs *i = list; i; i = i->ifa_next) {
+		struct ts_cidr *c;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue; /* no IPv6 egress at all (net.c) */
+		if (ctx->net.n_host >= TS_HELPER_MAX_HOST_ADDRS) {
+			freeifaddrs(list);
+			return ts_err(err, -E2BIG,
+				      "the host has more than %d IPv4 addresses; egress needs "
+				      "to block each of them",
+				      TS_HELPER_MAX_HOST_ADDRS);
+		}
+		c = &ctx->net.host[ctx->net.n_host++];
+		memset(c, 0, sizeof(*c));
+		c->family = AF_INET;
+		c->len = 32;
+		memcpy(c->addr, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, 4);
+	}
+	freeifaddrs(list);
+	return 0;
+}
+
+struct prog_argv {
+	char *v[48];
+	size_t n;
+	char bufs[4][64];
+};
+
+static void push(struct prog_argv *a, const char *s)
+{
+	if (a->n + 1 < ELEMENTSOF(a->v))
+		a->v[a->n++] = (char *)s;
+	a->v[a->n] = NULL;
+}
+
+static void build_argv(const struct ts_helper_ctx *ctx, pid_t child, struct prog_argv *a)
+{
+	a->n = 0;
+	push(a, ctx->net.program);
+	if (ctx->net.mode == TS_NET_PASTA) {
+		static const char *const fixed[] = {
+			"--quiet", "--foreground", "--ipv4-only", "--ns-ifname", TS_NET_IFNAME,
+			"--address", TS_NET_ADDR, "--netmask", "24", "--gateway", TS_NET_GATEWAY,
+			/* DNS to our forwarder goes to the host's resolver; the gateway is not
+			 * the host (pasta maps it to the host's loopback otherwise) */
+			"--dns-forward", TS_NET_DNS, "--no-map-gw",
+			/* no port of the host's loopback reachable from inside (-T/-U default to
+			 * `auto`: every port bound on the host), none of ours from outside */
+			"--tcp-ports", "none", "--udp-ports", "none", "--tcp-ns", "none",
+			"--udp-ns", "none", "--no-dhcp", "--no-dhcpv6", "--no-ndp", "--no-ra",
+			/* ready: the tap device exists (pasta writes its pid file then) */
+			"--pid", "/proc/self/fd/3"
+		};
+		for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+			push(a, fixed[i]);
+		/* pasta started as root drops to `nobody`, who could not join the sandbox's
+		 * user namespace; uid 0 in a user namespace (`unshare -r`) is no root */
+		if (getuid() == 0) {
+			push(a, "--runas");
+			push(a, "0:0");
+		}
+		snprintf(a->bufs[0], sizeof(a->bufs[0]), "%d", (int)child);
+		push(a, a->bufs[0]);
+	} else {
+		push(a, "--mtu=65520");
+		/* the gateway would otherwise be the host's loopback */
+		push(a, "--disable-host-loopback");
+		push(a, "--cidr=" TS_NET_CIDR);
+		push(a, "--ready-fd=3");
+		push(a, "--exit-fd=4");
+		snprintf(a->bufs[1], sizeof(a->bufs[1]), "--userns-path=/proc/%d/ns/user",
+			 (int)child);
+		push(a, a->bufs[1]);
+		snprintf(a->bufs[0], sizeof(a->bufs[0]), "%d", (int)child);
+		push(a, a->bufs[0]);
+		push(a, TS_NET_IFNAME);
+	}
+}
+
+static const char *prog_name(const struct ts_helper_ctx *ctx)
+{
+	return ctx->net.mode == TS_NET_PASTA ? "pasta" : "slirp4netns";
+}
+
+/* What the program said, one line: its last that is not about syslog. */
+static void last_words(int fd, char *out, size_t len)
+{
+	char buf[4096], *line, *save = NULL;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+	out[0] = '\0';
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strstr(line, "syslog") || !line[0])
+			continue;
+		snprintf(out, len, ": %s", line);
+	}
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int high(int p[2])
+{
+	for (int i = 0; i < 2; i++) {
+		int n = fcntl(p[i], F_DUPFD_CLOEXEC, 10);
+
+		if (n < 0)
+			return -errno;
+		close(p[i]);
+		p[i] = n;
+	}
+	return 0;
+}
+
+/* The keeper: never returns. Reports on rep ('k' or a struct ts_error). */
+static _Noreturn void keeper(const struct ts_helper_ctx *ctx, pid_t child, int init_pidfd, int rep)
+{
+	struct ts_error err = { 0 };
+	struct prog_argv a;
+	int rp[2] = { -1, -1 }, ep[2] = { -1, -1 }, xp[2] = { -1, -1 }, prog_pidfd = -1;
+	char said[400], ready[32];
+	size_t got = 0;
+	long long deadline;
+	pid_t me = getpid(), prog;
+	int devnull, status = 0;
+
+	ts_signals_reset();
+	/* the helper's terminal signals are not ours; we end when init ends */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	/* 0-2 are /dev/null (closed by our caller); every other fd goes above 10, so that
+	 * the dup2s below never copy onto a source still to be copied */
+	devnull = open("/dev/null", O_RDWR);
+	while (devnull >= 0 && devnull < 2)
+		devnull = open("/dev/null", O_RDWR);
+	if (devnull < 0 || pipe2(rp, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
+	    pipe2(xp, O_CLOEXEC) < 0 || high(rp) < 0 || high(ep) < 0 || high(xp) < 0) {
+		ts_err_errno(&err, -errno, "pipes for `%s`", prog_name(ctx));
+		goto fail;
+	}
+	build_argv(ctx, child, &a);
+	prog = fork();
+	if (prog < 0) {
+		ts_err_errno(&err, -errno, "fork for `%s`", prog_name(ctx));
+		goto fail;
+	}
+	if (prog == 0) {
+		static char *const empty_env[] = { NULL };
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != me)
+			_exit(127);
+		/* ignored signals survive execve; pasta takes an ignored SIGPIPE for a failure
+		 * to install its own handlers */
+		ts_signals_reset();
+		if (dup2(ep[1], 2) < 0 || dup2(rp[1], PROG_READY_FD) < 0 ||
+		    dup2(xp[0], PROG_EXIT_FD) < 0)
+			_exit(127);
+		ts_close_range(PROG_EXIT_FD + 1, ~0U, 0);
+		execve(a.v[0], a.v, empty_env);
+		dprintf(2, "execute `%s`: %s\n", a.v[0], strerror(errno));
+		_exit(127);
+	}
+	close(rp[1]);
+	close(ep[1]);
+	close(xp[0]);
+	fcntl(ep[0], F_SETFL, O_NONBLOCK);
+	prog_pidfd = ts_pidfd_open(prog, 0);
+	/* ready: pasta writes its pid and a newline, slirp4netns writes "1" */
+	deadline = now_ms() + READY_TIMEOUT_MS;
+	for (;;) {
+		struct pollfd p[3] = { { .fd = rp[0], .events = POLLIN },
+				       { .fd = prog_pidfd, .events = POLLIN },
+				       { .fd = init_pidfd, .events = POLLIN } };
+		long long left = deadline - now_ms();
+		ssize_t n;
+
+		if (left <= 0) {
+			ts_err(&err, -ETIMEDOUT, "`%s` was not ready within %d s", a.v[0],
+			       READY_TIMEOUT_MS / 1000);
+			break;
+		}
+		if (poll(p, 3, (int)left) < 0 && errno != EINTR) {
+			ts_err_errno(&err, -errno, "wait for `%s`", a.v[0]);
+			break;
+		}
+		if (p[0].revents) {
+			n = read(rp[0], ready + got, sizeof(ready) - 1 - got);
+			if (n > 0) {
+				got += (size_t)n;
+				ready[got] = '\0';
+				if (ctx->net.mode == TS_NET_SLIRP ? got >= 1
+								  : !!strchr(ready, '\n'))
+					goto ready;
+				if (got >= sizeof(ready) - 1) {
+					ts_err(&err, -EPROTO, "`%s` said nonsense when ready",
+					       a.v[0]);
+					break;
+				}
+				continue;
+			}
+		}
+		if (p[1].revents || p[0].revents) {
+			last_words(ep[0], said, sizeof(said));
+			waitpid(prog, &status, 0);
+			prog = 0;
+			ts_err(&err, -EIO, "`%s` exited (status %d) before it was ready%s", a.v[0],
+			       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+			       said);
+			break;
+		}
+		if (p[2].revents) {
+			ts_err(&err, -ESRCH, "the sandbox ended before `%s` was ready", a.v[0]);
+			break;
+		}
+	}
+	if (prog > 0) {
+		kill(prog, SIGKILL);
+		waitpid(prog, &status, 0);
+	}
+fail:
+	ts_write_all(rep, &err, sizeof(err));
+	_exit(1);
+ready:
+	ts_write_all(rep, "k", 1);
+	close(rep);
+	close(rp[0]);
+	/* Own until init ends. The program keeps xp's other end (slirp4netns's --exit-fd):
+	 * our end closes when we exit, whichever way. */
+	for (;;) {
+		struct pollfd p[3] = { { .fd = init_pidfd, .events = POLLIN },
+				       { .fd = prog_pidfd, .events = POLLIN },
+				       { .fd = ep[0], .events = POLLIN } };
+		char drain[1024];
+
+		if (poll(p, 3, -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			break;
+		if (p[1].revents) {
+			/* the program died: the sandbox runs on without egress */
+			waitpid(prog, &status, 0);
+			_exit(0);
+		}
+		if (p[2].revents && read(ep[0], drain, sizeof(drain)) <= 0)
+			ep[0] = -1; /* poll ignores a negative fd */
+	}
+	kill(prog, SIGKILL);
+	while (waitpid(prog, &status, 0) < 0 && errno == EINTR)
+		;
+	_exit(0);
+}
+
+int ts_netproc_start(struct ts_helper_ctx *ctx, pid_t child, int pidfd, struct ts_error *err)
+{
+	int sp[2];
+	struct ts_error kerr;
+	struct pollfd p;
+	ssize_t n;
+	pid_t k;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return ts_err_errno(err, -errno, "socketpair");
+	k = fork();
+	if (k < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		return ts_err_errno(err, -errno, "fork the network keeper");
+	}
+	if (k == 0) {
+		int keep_rep, keep_pidfd;
+
+		close(sp[0]);
+		/* nothing of the helper's: not the caller's streams, not the sync sockets */
+		keep_rep = fcntl(sp[1], F_DUPFD_CLOEXEC, 100);
+		keep_pidfd = fcntl(pidfd, F_DUPFD_CLOEXEC, 101);
+		if (keep_rep < 0 || keep_pidfd < 0)
+			_exit(1);
+		for (int fd = 0; fd < 100; fd++)
+			close(fd);
+		ts_close_range(102, ~0U, 0);
+		keeper(ctx, child, keep_pidfd, keep_rep);
+	}
+	close(sp[1]);
+	ctx->net.keeper = k;
+	p = (struct pollfd){ .fd = sp[0], .events = POLLIN };
+	/* the keeper's own deadline is READY_TIMEOUT_MS; this one only catches a hang */
+	if (poll(&p, 1, READY_TIMEOUT_MS + 5000) <= 0) {
+		close(sp[0]);
+		return ts_err(err, -ETIMEDOUT, "the network keeper did not answer");
+	}
+	memset(&kerr, 0, sizeof(kerr));
+	n = recv(sp[0], &kerr, sizeof(kerr), 0);
+	close(sp[0]);
+	if (n == 1)
+		return 0;
+	if (n == (ssize_t)sizeof(kerr)) {
+		kerr.msg[sizeof(kerr.msg) - 1] = '\0';
+		if (kerr.code <= 0)
+			kerr.code = EIO;
+		*err = kerr;
+		return -kerr.code;
+	}
+	return ts_err(err, -EIO, "the network keeper failed");
+}
+
+void ts_netproc_wait(struct ts_helper_ctx *ctx)
+{
+	int status;
+
+	if (ctx->net.keeper <= 0)
+		return;
+	for (int i = 0; i < 500; i++) {
+		pid_t w = waitpid(ctx->net.keeper, &status, WNOHANG);
+
+		if (w == ctx->net.keeper || (w < 0 && errno != EINTR))
+			break;
+		usleep(10000);
+	}
+	ctx->net.keeper = 0;
+}

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "nft.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <netinet/in.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "cleanup.h"
+#include "net.h"
+#include "nlattr.h"
+
+#define TABLE "toren"
+#define CHAIN "egress"
+/* the batch: 2 + 2 messages around the rules; each rule is well under 1 KiB */
+#define MAX_BATCH (256 * 1024)
+
+struct batch {
+	unsigned char *buf;
+	size_t len;
+	uint32_t seq;
+	unsigned n_acks; /* messages that asked for an ack */
+	bool failed;
+};
+
+static struct nl_msg *nft_msg(struct batch *b, int type, int flags, int family)
+{
+	struct nfgenmsg g = { .nfgen_family = (unsigned char)family, .version = NFNETLINK_V0 };
+	struct nl_msg *msg = nlmsg_alloc_simple((uint16_t)type, NLM_F_REQUEST | flags);
+
+	if (type == NFNL_MSG_BATCH_BEGIN || type == NFNL_MSG_BATCH_END)
+		g.res_id = htons(NFNL_SUBSYS_NFTABLES);
+	if (!msg || nlmsg_append(msg, &g, sizeof(g), NLMSG_ALIGNTO) < 0) {
+		nlmsg_free(msg);
+		b->failed = true;
+		return NULL;
+	}
+	nlmsg_hdr(msg)->nlmsg_seq = ++b->seq;
+	return msg;
+}
+
+/* Append a finished message to the batch buffer. */
+static void batch_add(struct batch *b, struct nl_msg *msg)
+{
+	struct nlmsghdr *h;
+
+	if (!msg) {
+		b->failed = true;
+		return;
+	}
+	h = nlmsg_hdr(msg);
+	if (b->len + NLMSG_ALIGN(h->nlmsg_len) > MAX_BATCH) {
+		b->failed = true;
+	} else {
+		memcpy(b->buf + b->len, h, h->nlmsg_len);
+		b->len += NLMSG_ALIGN(h->nlmsg_len);
+		b->n_acks += (h->nlmsg_flags & NLM_F_ACK) != 0;
+	}
+	nlmsg_free(msg);
+}
+
+static int put_be32(struct nl_msg *m, int type, uint32_t v)
+{
+	return ts_nla_put_u32(m, type, htonl(v));
+}
+
+/* NFTA_x { NFTA_DATA_VALUE bytes } */
+static int put_data(struct nl_msg *m, int type, const void *data, int len)
+{
+	long n = ts_nla_nest(m, type);
+
+	if (n < 0 || ts_nla_put(m, NFTA_DATA_VALUE, data, (size_t)len) < 0)
+		return -ENOMEM;
+	ts_nla_nest_end(m, n);
+	return 0;
+}
+
+/* One NFTA_LIST_ELEM { NFTA_EXPR_NAME, NFTA_EXPR_DATA { ... } }: open it, the caller
+ * fills the data, expr_end closes both. */
+static long expr_begin(struct nl_msg *m, const char *name, long *data)
+{
+	long elem = ts_nla_nest(m, NFTA_LIST_ELEM);
+
+	if (elem < 0 || ts_nla_put_str(m, NFTA_EXPR_NAME, name) < 0)
+		return -1;
+	*data = ts_nla_nest(m, NFTA_EXPR_DATA);
+	return *data >= 0 ? elem : -1;
+}
+
+static int expr_end(struct nl_msg *m, long elem, long data, int r)
+{
+	if (r < 0 || elem < 0)
+		return -ENOMEM;
+	ts_nla_nest_end(m, data);
+	ts_nla_nest_end(m, elem);
+	return 0;
+}
+
+static int meta_load(struct nl_msg *m, uint32_t key)
+{
+	long d = -1, e = expr_begin(m, "meta", &d);
+	int r = e >= 0 ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = put_be32(m, NFTA_META_KEY, key);
+	if (r == 0)
+		r = put_be32(m, NFTA_META_DREG, NFT_REG_1);
+	return expr_end(m, e, d, r);
+}
+
+static int cmp_eq(struct nl_msg *m, const void *data, int len)
+{
+	long d = -1, e = expr_begin(m, "cmp", &d);
+	int r = e >= 0 ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = put_be32(m, NFTA_CMP_SREG, NFT_REG_1);
+	if (r == 0)
+		r = put_be32(m, NFTA_CMP_OP, NFT_CMP_EQ);
+	if (r == 0)
+		r = put_data(m, NFTA_CMP_DATA, data, len);
+	return expr_end(m, e, d, r);
+}
+
+static int payload_load(struct nl_msg *m, uint32_t base, uint32_t off, uint32_t len)
+{
+	long d = -1, e = expr_begin(m, "payload", &d);
+	int r = e >= 0 ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = put_be32(m, NFTA_PAYLOAD_DREG, NFT_REG_1);
+	if (r == 0)
+		r = put_be32(m, NFTA_PAYLOAD_BASE, base);
+	if (r == 0)
+		r = put_be32(m, NFTA_PAYLOAD_OFFSET, off);
+	if (r == 0)
+		r = put_be32(m, NFTA_PAYLOAD_LEN, len);
+	return expr_end(m, e, d, r);
+}
+
+static int mask(struct nl_msg *m, const unsigned char *bits, int len)
+{
+	static const unsigned char zero[16];
+	long d = -1, e = expr_begin(m, "bitwise", &d);
+	int r = e >= 0 ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = put_be32(m, NFTA_BITWISE_SREG, NFT_REG_1);
+	if (r == 0)
+		r = put_be32(m, NFTA_BITWISE_DREG, NFT_REG_1);
+	if (r == 0)
+		r = put_be32(m, NFTA_BITWISE_LEN, (uint32_t)len);
+	if (r == 0)
+		r = put_data(m, NFTA_BITWISE_MASK, bits, len);
+	if (r == 0)
+		r = put_data(m, NFTA_BITWISE_XOR, zero, len);
+	return expr_end(m, e, d, r);
+}
+
+static int verdict(struct nl_msg *m, bool accept)
+{
+	long d = -1, e;
+	int r;
+
+	if (!accept) {
+		/* an ICMP "administratively prohibited" back to the sender: a connect fails
+		 * at once (EHOSTUNREACH), it does not wait for a timeout */
+		e = expr_begin(m, "reject", &d);
+		r = e >= 0 ? put_be32(m, NFTA_REJECT_TYPE, NFT_REJECT_ICMPX_UNREACH) : -ENOMEM;
+		if (r == 0)
+			r = ts_nla_put_u8(m, NFTA_REJECT_ICMP_CODE,
+					  NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+		return expr_end(m, e, d, r);
+	}
+	e = expr_begin(m, "immediate", &d);
+	r = e >= 0 ? put_be32(m, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT) : -ENOMEM;
+	if (r == 0) {
+		long data = ts_nla_nest(m, NFTA_IMMEDIATE_DATA);
+		long v = data >= 0 ? ts_nla_nest(m, NFTA_DATA_VERDICT) : -1;
+
+		if (v < 0 || put_be32(m, NFTA_VERDICT_CODE, NF_ACCEPT) < 0) {
+			r = -ENOMEM;
+		} else {
+			ts_nla_nest_end(m, v);
+			ts_nla_nest_end(m, data);
+		}
+	}
+	return expr_end(m, e, d, r);
+}
+
+/*
+ * One rule: out of ifindex, of family nfproto; with c, to that prefix; with port, that
+ * transport protocol and destination port; then accept or reject.
+ */
+static void add_rule(struct batch *b, int ifindex, uint8_t nfproto, const struct ts_cidr *c,
+		     uint8_t l4proto, uint16_t port, bool accept)
+{
+	struct nl_msg *m = nft_msg(b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE,
+				   NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK, NFPROTO_INET);
+	uint32_t oif = (uint32_t)ifindex;
+	long list;
+	int r;
+
+	if (!m)
+		return;
+	r = ts_nla_put_str(m, NFTA_RULE_TABLE, TABLE);
+	if (r == 0)
+		r = ts_nla_put_str(m, NFTA_RULE_CHAIN, CHAIN);
+	list = r == 0 ? ts_nla_nest(m, NFTA_RULE_EXPRESSIONS) : -1;
+	r = list >= 0 ? 0 : -ENOMEM;
+	if (r == 0)
+		r = meta_load(m, NFT_META_OIF);
+	if (r == 0)
+		r = cmp_eq(m, &oif, sizeof(oif));
+	if (r == 0)
+		r = meta_load(m, NFT_META_NFPROTO);
+	if (r == 0)
+		r = cmp_eq(m, &nfproto, 1);
+	if (r == 0 && c && c->len) {
+		unsigned char bits[4] = { 0 };
+
+		for (unsigned i = 0; i < c->len; i++)
+			bits[i / 8] |= (unsigned char)(0x80 >> (i % 8));
+		r = payload_load(m, NFT_PAYLOAD_NETWORK_HEADER, 16, 4); /* IPv4 daddr */
+		if (r == 0 && c->len < 32)
+			r = mask(m, bits, 4);
+		if (r == 0)
+			r = cmp_eq(m, c->addr, 4);
+	}
+	if (r == 0 && l4proto) {
+		uint16_t be_port = htons(port);
+
+		r = meta_load(m, NFT_META_L4PROTO);
+		if (r == 0)
+			r = cmp_eq(m, &l4proto, 1);
+		if (r == 0)
+			r = payload_load(m, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+		if (r == 0)
+			r = cmp_eq(m, &be_port, 2);
+	}
+	if (r == 0)
+		r = verdict(m, accept);
+	if (r < 0) {
+		nlmsg_free(m);
+		b->failed = true;
+		return;
+	}
+	ts_nla_nest_end(m, list);
+	batch_add(b, m);
+}
+
+/* Read acks until every message that asked for one has answered; the first error wins. */
+static int read_acks(int fd, unsigned want)
+{
+	_cleanup_free_ unsigned char *buf = malloc(65536);
+	int first = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (want > 0) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 5000) <= 0)
+			return -ETIMEDOUT;
+		n = recv(fd, buf, 65536, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type != NLMSG_ERROR)
+				continue;
+			if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				if (e->error < 0 && first == 0)
+					first = e->error;
+			}
+			/* an error ends the batch: nothing else will answer */
+			if (first < 0)
+				return first;
+			want--;
+		}
+	}
+	return first;
+}
+
+int ts_nft_egress(int ifindex, const struct ts_net_rule *rules, size_t n_rules,
+		  struct ts_error *err)
+{
+	_cleanup_free_ unsigned char *buf = malloc(MAX_BATCH);
+	struct batch b = { .buf = buf };
+	struct nl_sock *sk = NULL;
+	struct nl_msg *m;
+	int r;
+
+	if (!buf)
+		return ts_err(err, -ENOMEM, "netfilter batch");
+	batch_add(&b, nft_msg(&b, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC));
+	m = nft_msg(&b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_ACK,
+		    NFPROTO_INET);
+	if (m && ts_nla_put_str(m, NFTA_TABLE_NAME, TABLE) < 0)
+		b.failed = true;
+	batch_add(&b, m);
+	m = nft_msg(&b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_ACK,
+		    NFPROTO_INET);
+	if (m) {
+		long hook;
+
+		if (ts_nla_put_str(m, NFTA_CHAIN_TABLE, TABLE) < 0 ||
+		    ts_nla_put_str(m, NFTA_CHAIN_NAME, CHAIN) < 0 ||
+		    ts_nla_put_str(m, NFTA_CHAIN_TYPE, "filter") < 0 ||
+		    put_be32(m, NFTA_CHAIN_POLICY, NF_ACCEPT) < 0 ||
+		    (hook = ts_nla_nest(m, NFTA_CHAIN_HOOK)) < 0 ||
+		    put_be32(m, NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT) < 0 ||
+		    put_be32(m, NFTA_HOOK_PRIORITY, 0) < 0)
+			b.failed = true;
+		else
+			ts_nla_nest_end(m, hook);
+	}
+	batch_add(&b, m);
+	/* IPv6 does not leave at all */
+	add_rule(&b, ifindex, NFPROTO_IPV6, NULL, 0, 0, false);
+	for (size_t i = 0; i < n_rules; i++) {
+		if (rules[i].dns_only) {
+			add_rule(&b, ifindex, NFPROTO_IPV4, &rules[i].cidr, IPPROTO_UDP, 53, true);
+			add_rule(&b, ifindex, NFPROTO_IPV4, &rules[i].cidr, IPPROTO_TCP, 53, true);
+		} else {
+			add_rule(&b, ifindex, NFPROTO_IPV4, &rules[i].cidr, 0, 0, rules[i].accept);
+		}
+	}
+	batch_add(&b, nft_msg(&b, NFNL_MSG_BATCH_END, 0, AF_UNSPEC));
+	if (b.failed)
+		return ts_err(err, -ENOMEM, "build the netfilter rules");
+	sk = nl_socket_alloc();
+	if (!sk)
+		return ts_err(err, -ENOMEM, "allocate netlink socket");
+	r = nl_connect(sk, NETLINK_NETFILTER);
+	if (r < 0) {
+		nl_socket_free(sk);
+		return ts_err(err, -EIO, "connect nfnetlink: %s", nl_geterror(r));
+	}
+	if (send(nl_socket_get_fd(sk), b.buf, b.len, 0) != (ssize_t)b.len)
+		r = -errno;
+	else
+		r = read_acks(nl_socket_get_fd(sk), b.n_acks);
+	nl_socket_free(sk);
+	if (r < 0)
+		return ts_err_errno(err, r,
+				    "network egress: load the netfilter rules (the kernel needs "
+				    "nf_tables with the inet family and reject)");
+	return 0;
+}
