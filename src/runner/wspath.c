@@ -286,7 +286,9 @@ int ts_ws_resolve(struct ts_toolbox *t, const char *rel, unsigned flags, char **
 			return r < 0 ? r : 1;
 		}
 		bool more = rest[strspn(rest, "/")] != '\0';
-		if (e.type == TS_BE_SYMLINK) {
+		/* envd (E2B, serve) stats through a symlink, as os.Stat does: its entry has the
+		 * target's type and says it is a link by its symlinkTarget alone */
+		if (e.type == TS_BE_SYMLINK || e.symlink_target) {
 			const char *target = e.symlink_target ? e.symlink_target : "";
 			const char *in;
 

@@ -14,7 +14,9 @@
  * contents, listings, events). Steps name sandboxes, process streams, pids and watches by
  * slot (0..CONF_SLOTS-1), so that nothing in the list depends on ids a backend invents.
  * Strings may hold ${RUN} (a token unique to this run: metadata that no other run
- * matches), ${ID:n} (the id of sandbox slot n) and ${PID:n} (the pid in pid slot n).
+ * matches), ${ID:n} (the id of sandbox slot n), ${PID:n} (the pid in pid slot n) and
+ * ${TOOLID:n} (the id a tool step gave, a background bash's: C_TOOL with .pid = n and
+ * .detach).
  *
  * A step that fails ends its scenario (later steps build on it); the engine then kills
  * every sandbox the scenario created. One TAP line per scenario; a scenario that needs a
@@ -97,7 +99,8 @@ enum conf_op {
 	C_SLEEP, /* ms: lets a deadline pass; never a measurement */
 	/* the agent toolkit, through the runner (src/runner/runner.h) without a run */
 	C_TOOL, /* tool `tool` with the JSON arguments `text` (expanded); limit: the tool-set
-		 * version (0: the newest); expect.tool_error, out, out_has, out_lacks (text) */
+		 * version (0: the newest); expect.tool_error, out, out_has, out_lacks (text);
+		 * detach: keep the result's data.id as ${TOOLID:pid} */
 };
 
 /* Content, generated the same way on both sides of a comparison. */

@@ -101,6 +101,13 @@ int conf_tool_step(struct conf *c, const struct conf_step *st)
 		r = conf_fail(c, "%s: text `%.400s` has `%s`", st->tool, res.text, want);
 	else
 		r = 0;
+	if (r == 0 && st->detach) {
+		const char *id = json_string_value(json_object_get(res.data, "id"));
+		if (!id)
+			r = conf_fail(c, "%s: no data.id in the result", st->tool);
+		else
+			snprintf(c->tool_id[st->pid], sizeof(c->tool_id[st->pid]), "%s", id);
+	}
 out:
 	ts_tool_result_clear(&res);
 	return r < 0 ? -1 : 0;

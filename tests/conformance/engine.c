@@ -139,6 +139,10 @@ const char *conf_expand(struct conf *c, const char *s, char *out, size_t len)
 			snprintf(num, sizeof(num), "%d", (int)c->pid[slot]);
 			v = num;
 			s = strchr(s, '}') + 1;
+		} else if (sscanf(s, "${TOOLID:%d}", &slot) == 1 && slot >= 0 &&
+			   slot < CONF_SLOTS) {
+			v = c->tool_id[slot];
+			s = strchr(s, '}') + 1;
 		}
 		if (v) {
 			while (*v && o + 1 < len)

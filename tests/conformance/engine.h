@@ -49,6 +49,7 @@ struct conf {
 	/* C_TOOL: one agent per sandbox slot for the whole scenario, as an agent keeps its
 	 * runner between calls (the file tools remember what they read) */
 	struct conf_agent *agent[CONF_SLOTS];
+	char tool_id[CONF_SLOTS][128]; /* C_TOOL with `tag`: the result's data.id (${TOOLID:n}) */
 	char why[2048];
 };
 
