@@ -286,7 +286,8 @@ int ts_cmd_connect(struct ts_sb *sb, const struct ts_proc_sel *p, struct ts_cmd 
 		   struct ts_error *err);
 int ts_cmd_fd(const struct ts_cmd *c);
 short ts_cmd_events(const struct ts_cmd *c);
-/* One event, or 0 when none is ready (poll again), or -errno. After END: -EPIPE. */
+/* One event, or 0 when none is ready (poll ts_cmd_fd for ts_cmd_events: it is readable
+ * whenever a step would have something), or -errno. After END: -EPIPE. */
 int ts_cmd_step(struct ts_cmd *c, struct ts_cmd_event *ev, struct ts_error *err);
 pid_t ts_cmd_pid(const struct ts_cmd *c);
 /* Stop streaming; the process runs on (E2B's disconnect). */

@@ -403,8 +403,9 @@ int e2b_cmd_step(struct ts_cmd *c, struct ts_cmd_event *ev, struct ts_error *err
 		}
 		if (m->st->done)
 			return stream_gone(m, err);
-		r = e2b_stream_drive(m->st, err);
-		if (r < 0)
+		/* drive once, then look at what it buffered: a drive whose take is not looked
+		 * at hands the caller 0 for something it already has */
+		if (round == 0 && (r = e2b_stream_drive(m->st, err)) < 0)
 			return r;
 	}
 	return 0;

@@ -109,6 +109,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata)
 	}
 	if (e2b_envelopes_feed(&s->in, p, len) < 0)
 		return 0;
+	s->fresh = true;
 	guard_touch(s);
 	return len;
 }
@@ -223,9 +224,11 @@ int e2b_stream_drive(struct e2b_stream *s, struct ts_error *err)
 {
 	struct epoll_event evs[16];
 	int running, n, left;
+	bool was_done = s->done;
 	CURLMsg *m;
 
-	e2b_stream_consumed(s);
+	s->fresh = false;
+	e2b_stream_consumed(s); /* unpausing may hand over what curl held back */
 	n = epoll_wait(s->epfd, evs, (int)ELEMENTSOF(evs), 0);
 	if (n < 0 && errno != EINTR)
 		return ts_err_errno(err, -errno, "epoll_wait");
@@ -263,6 +266,12 @@ int e2b_stream_drive(struct e2b_stream *s, struct ts_error *err)
 				curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
 			arm(s->gfd, -1);
 		}
+	/* The bytes just read are off the socket and the transfer's end leaves it unwatched:
+	 * when that was the stream's last (the end, the end-stream envelope and the final
+	 * chunk in one read) nothing else would ever make the fd readable again, and a
+	 * caller that polls before its next step would wait forever. */
+	if (s->fresh || (s->done && !was_done))
+		e2b_stream_wake(s);
 	if (s->guard_fired && !s->done)
 		return ts_err(err, -ETIMEDOUT, "the sandbox did not answer in %d s",
 			      TS_BE_REPLY_MS / 1000);

@@ -115,6 +115,7 @@ struct e2b_stream {
 	/* response body, as it came (envelopes or raw bytes) */
 	struct e2b_envelopes in;
 	bool raw, rx_paused;
+	bool fresh; /* bytes came in during the current drive */
 	long status;
 	bool done;
 	CURLcode result;
@@ -135,7 +136,9 @@ int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist 
  * timeout_ms > 0. */
 int e2b_stream_rpc(const struct e2b_target *t, const char *path, json_t *req, const char *user,
 		   long long timeout_ms, struct e2b_stream **ret, struct ts_error *err);
-/* Drive curl from whatever is ready, never blocking. -errno when the transfer broke. */
+/* Drive curl from whatever is ready, never blocking. When that took bytes in or ended the
+ * transfer, the fd is left readable, so that a caller polling it steps again (the socket
+ * may never be ready again). -errno when the transfer broke. */
 int e2b_stream_drive(struct e2b_stream *s, struct ts_error *err);
 /* Wait for the fd (up to ms), then drive. */
 int e2b_stream_wait(struct e2b_stream *s, int ms, struct ts_error *err);

@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "commands.h"
+#include "runner.h"
 #include "util.h"
 
 static volatile sig_atomic_t quit;
@@ -85,7 +86,7 @@ static int sweep(bool dry_run, bool json)
 	_cleanup_(ts_backend_freep) struct ts_backend *b = NULL;
 	struct sweep w = { .dry_run = dry_run, .actions = json ? json_array() : NULL };
 	struct ts_error err = { 0 };
-	unsigned failed = 0;
+	unsigned failed = 0, run_failed = 0;
 
 	/* a backend per sweep: no file stays open between sweeps, and a replaced or
 	 * repaired state.db is picked up */
@@ -96,6 +97,12 @@ static int sweep(bool dry_run, bool json)
 		json_decref(w.actions);
 		return 1;
 	}
+	/* then the agent runs' sandboxes: finished runs and orphans (runner.h) */
+	if (ts_runner_reap_default(b, dry_run, on_action, &w, &run_failed, &err) < 0) {
+		ts_cli_error("reap", &err);
+		failed++;
+	}
+	failed += run_failed;
 	if (ts_backend_warning(b)[0])
 		fprintf(stderr, "toren-sandbox reap: warning: %s\n", ts_backend_warning(b));
 	if (json && ts_cli_print_json(w.actions, true) < 0)

@@ -121,7 +121,11 @@ static int create_sandbox(struct ts_runner *r, struct ts_error *err)
 		.n_envs = r->n_envs,
 		.metadata = meta,
 		.n_metadata = r->run_id[0] ? 2 : 1,
-		.timeout_ms = r->agent->timeout_ms,
+		/* a run's local sandbox has no idle timeout unless the agent sets one: the run
+		 * decides when it ends (`runs finish`, then reap) */
+		.timeout_ms = r->agent->timeout_ms < 0 && r->run_id[0] && is_local(r)
+				      ? 0
+				      : r->agent->timeout_ms,
 		.workspace = r->workspace,
 		.policy_file = r->agent->policy,
 	};

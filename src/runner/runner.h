@@ -60,3 +60,18 @@ struct ts_call_info {
  */
 int ts_runner_call(struct ts_runner *r, const char *key, const char *tool, json_t *args,
 		   struct ts_tool_result *res, struct ts_call_info *info, struct ts_error *err);
+
+/*
+ * The runs' part of `reap`: stop (local; elsewhere: kill) the running sandboxes that the
+ * runner made (label toren.agent) whose run is finished, and those older than
+ * TS_RUNNER_ORPHAN_MS that belong to no run of the log. A live run's sandbox is never
+ * touched, nor a sandbox the runner did not make; nothing is deleted (a stopped local
+ * sandbox keeps its files, and the run's workspace is the run's). fn hears each action
+ * (reason "run-finished" or "orphan"); *failed counts the stops that failed.
+ */
+#define TS_RUNNER_ORPHAN_MS (24LL * 3600 * 1000)
+int ts_runner_reap(struct ts_backend *b, struct ts_runlog *l, bool dry_run, ts_reap_fn fn,
+		   void *userdata, unsigned *failed, struct ts_error *err);
+/* The same on the default log, when there is one (no runs.db: nothing to do). */
+int ts_runner_reap_default(struct ts_backend *b, bool dry_run, ts_reap_fn fn, void *userdata,
+			   unsigned *failed, struct ts_error *err);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -39,6 +40,7 @@ struct seen {
 	int accepts, requests;
 	int bad_request; /* a request the server found malformed (its reason below) */
 	char why[256];
+	int release; /* /bin/late-end: the client looked, the end may go now */
 };
 
 struct req {
@@ -267,6 +269,43 @@ static void envd_headers_ok(const struct req *q)
 		bad("envd headers missing on %s", q->target);
 }
 
+/* One envelope as one chunk, appended to b at *n (room for it is the caller's). */
+static void put_chunk(uint8_t *b, size_t *n, int flags, const char *json)
+{
+	size_t len = strlen(json);
+
+	*n += (size_t)sprintf((char *)b + *n, "%zx\r\n", len + 5);
+	b[(*n)++] = (uint8_t)flags;
+	b[(*n)++] = (uint8_t)(len >> 24);
+	b[(*n)++] = (uint8_t)(len >> 16);
+	b[(*n)++] = (uint8_t)(len >> 8);
+	b[(*n)++] = (uint8_t)len;
+	memcpy(b + *n, json, len);
+	*n += len;
+	memcpy(b + *n, "\r\n", 2);
+	*n += 2;
+}
+
+/* The start in one write; then, once the client has looked at its socket and found it
+ * empty (seen->release), the end, the end-stream envelope and the last chunk in one write:
+ * the whole rest of the stream lands in a single read. */
+static void late_end(int fd)
+{
+	uint8_t b[512];
+	size_t n = 0;
+
+	put_chunk(b, &n, 0, "{\"event\":{\"start\":{\"pid\":45}}}");
+	write_all(fd, b, n);
+	for (int i = 0; i < 10000 && !__atomic_load_n(&seen->release, __ATOMIC_SEQ_CST); i++)
+		pause_ms(1);
+	n = 0;
+	put_chunk(b, &n, 0, "{\"event\":{\"end\":{\"exited\":true,\"status\":\"exit status 0\"}}}");
+	put_chunk(b, &n, E2B_FLAG_END_TEST, "{}");
+	memcpy(b + n, "0\r\n\r\n", 5);
+	n += 5;
+	write_all(fd, b, n);
+}
+
 static void serve_start(int fd, const struct req *q)
 {
 	json_t *j = envelope_json(q), *p = json_object_get(j, "process");
@@ -307,6 +346,10 @@ static void serve_start(int fd, const struct req *q)
 		pause_ms(50);
 		envelope(fd, E2B_FLAG_END_TEST,
 			 "{\"error\":{\"code\":\"deadline_exceeded\",\"message\":\"deadline\"}}");
+	} else if (!strcmp(cmd, "/bin/late-end")) {
+		late_end(fd);
+		json_decref(j);
+		return;
 	} else if (!strcmp(cmd, "/bin/kill-me")) {
 		envelope(fd, 0, "{\"event\":{\"start\":{\"pid\":44}}}");
 		envelope(fd, 0,
@@ -566,6 +609,45 @@ static pid_t server(int *port)
 	}
 }
 
+static bool race_armed;
+
+/* Is something ready on epfd that was not among had[0..n)? */
+static bool more_ready(int epfd, const struct epoll_event *had, int n)
+{
+	struct epoll_event now[16];
+	int m = epoll_pwait(epfd, now, 16, 0, NULL);
+
+	for (int i = 0; i < m; i++) {
+		bool old = false;
+
+		for (int k = 0; k < n; k++)
+			old |= now[i].data.fd == had[k].data.fd;
+		if (!old)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The library's epoll_wait (the e2b streams call it, nothing else here does), so that a
+ * test can stage the race of a missed wake-up: when armed, the next call returns what was
+ * ready, but only after the server was let go (seen->release) and its bytes have landed
+ * on the socket. The caller acts on a snapshot that misses them, as when data arrives just
+ * after a drive looked.
+ */
+int epoll_wait(int epfd, struct epoll_event *evs, int max, int ms)
+{
+	int n = epoll_pwait(epfd, evs, max, ms, NULL);
+
+	if (n >= 0 && race_armed) {
+		race_armed = false;
+		__atomic_store_n(&seen->release, 1, __ATOMIC_SEQ_CST);
+		for (int i = 0; i < 1000 && !more_ready(epfd, evs, n); i++)
+			pause_ms(5);
+	}
+	return n;
+}
+
 static struct ts_cmd_event wait_ev(struct ts_cmd *c, int *r, struct ts_error *err)
 {
 	struct ts_cmd_event ev = { 0 };
@@ -636,6 +718,37 @@ static void test_commands(struct ts_sb *sb)
 	ok(r == 0 && res.exit_code == -1 && res.signal == 9 && !res.timed_out,
 	   "an end after SIGKILL (`signal: killed`, exited false) is signal 9");
 	ts_run_result_clear(&res);
+
+	/* a step drives curl, and the stream's last bytes can land between its look at what
+	 * is buffered and its look at the socket: the end, the end-stream and the last chunk
+	 * read in one go, after which the socket is quiet for good */
+	char *late_argv[] = { "/bin/late-end", NULL };
+	struct ts_cmd_opts lo = { .argv = late_argv };
+
+	r = ts_cmd_start(sb, &lo, &c, &pid, NULL, &err);
+	ok(r == 0 && pid == 45, "start /bin/late-end (%s)", r < 0 ? err.msg : "");
+	if (r == 0) {
+		struct pollfd pf = { .fd = ts_cmd_fd(c), .events = ts_cmd_events(c) };
+		bool quiet = false;
+
+		ev = wait_ev(c, &r, &err);
+		ok(r == 0 && ev.type == TS_CMD_EV_START, "its start");
+		/* as ts_be_run waits, with no deadline: step, and poll when a step has nothing */
+		race_armed = true;
+		for (int i = 0; i < 100 && (r = ts_cmd_step(c, &ev, &err)) == 0; i++)
+			if (poll(&pf, 1, 5000) == 0) {
+				quiet = true;
+				break;
+			}
+		ok(r > 0 && !quiet && ev.type == TS_CMD_EV_END && ev.exit_code == 0,
+		   "an end that lands while a step drives curl leaves the fd readable (%s)",
+		   quiet   ? "the fd stayed quiet 5 s with the end buffered"
+		   : r < 0 ? err.msg
+			   : "");
+		race_armed = false;
+		ts_cmd_close(c);
+		c = NULL;
+	}
 
 	char *bad_argv[] = { "/bin/true", NULL };
 	struct ts_cmd_opts bo = { .argv = bad_argv, .cwd = "/nope" };

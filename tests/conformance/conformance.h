@@ -95,6 +95,9 @@ enum conf_op {
 	C_UNAUTHENTICATED, /* list through r->open_unauthenticated: expect.code */
 	C_CODE,	 /* ts_be_code of errno err_no is expect.code, ts_be_code_name expect.out */
 	C_SLEEP, /* ms: lets a deadline pass; never a measurement */
+	/* the agent toolkit, through the runner (src/runner/runner.h) without a run */
+	C_TOOL, /* tool `tool` with the JSON arguments `text` (expanded); limit: the tool-set
+		 * version (0: the newest); expect.tool_error, out, out_has, out_lacks (text) */
 };
 
 /* Content, generated the same way on both sides of a comparison. */
@@ -150,6 +153,7 @@ struct conf_expect {
 	const char *const *argv; /* C_PROCS */
 	const char *const *envs; /* C_PROCS: "K=V" each present */
 	const char *cwd, *user, *tag;
+	const char *tool_error; /* C_TOOL: a tool error with this code (NULL: success) */
 };
 
 struct conf_step {
@@ -172,6 +176,7 @@ struct conf_step {
 	bool log; /* C_START: local's log of a background process (CONF_CAP_PROC_LOG) */
 	bool stdin_open, pty, recursive, stream_io, running, stopped, paused, detach;
 	const char *token; /* C_SB_LIST: a page token of our own (a bad one) */
+	const char *tool;  /* C_TOOL */
 	struct conf_expect expect;
 };
 

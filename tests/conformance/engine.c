@@ -348,6 +348,8 @@ static int step(struct conf *c, const struct conf_step *st)
 	case C_SLEEP:
 		usleep((useconds_t)st->ms * 1000);
 		return 0;
+	case C_TOOL:
+		return conf_tool_step(c, st);
 	default:
 		return conf_fail(c, "unknown step %d", (int)st->op);
 	}

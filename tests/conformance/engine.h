@@ -77,3 +77,4 @@ void conf_handle_reset(struct handle *h);
 int conf_sb_step(struct conf *c, const struct conf_step *st);
 int conf_cmd_step(struct conf *c, const struct conf_step *st);
 int conf_files_step(struct conf *c, const struct conf_step *st);
+int conf_tool_step(struct conf *c, const struct conf_step *st);
