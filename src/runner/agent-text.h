@@ -20,3 +20,12 @@
  */
 int ts_agent_load_text(const char *text, size_t len, const char *name, struct ts_agent *a,
 		       struct ts_error *err);
+
+/*
+ * The configuration a run recorded (ts_agent_to_json's object: path, name, sandbox, image,
+ * backend, network, approval {bash, write}, env, tools, protected, policy, timeout_ms,
+ * channel {webhook | outbox}) back into *a, so that a run resumed by another process (serve)
+ * runs as it was begun. Absent members keep the defaults of ts_agent_default. 0, or -EINVAL
+ * (err names the member) for a record that is not such an object, -ENOMEM.
+ */
+int ts_agent_from_record(const char *json, struct ts_agent *a, struct ts_error *err);

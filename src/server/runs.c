@@ -451,9 +451,7 @@ static int worker_open(struct worker *w, struct run_slot *s, const char *id, str
 
 		if ((r = ts_runlog_run_get(w->log, id, &rec, err)) < 0)
 			return r;
-		r = ts_agent_load_text(rec.agent_json ? rec.agent_json : "{}",
-				       strlen(rec.agent_json ? rec.agent_json : "{}"),
-				       "the run's recorded configuration", &w->agent, err);
+		r = ts_agent_from_record(rec.agent_json, &w->agent, err);
 		if (r < 0)
 			return ts_err_prefix(err, r, "run %s", id);
 		o.log = w->log;
