@@ -118,6 +118,9 @@ struct ts_sb_create_opts {
 	 * templates give `user` one; serve asks for it for `base`). Needs a root in the
 	 * sandbox: subordinate ids for an ordinary user (else a warning, and sudo is off) */
 	bool sudo;
+	/* local: protected patterns beyond the policy's (the agent's own), enforced by the
+	 * kernel as the policy's are (NULL-terminated; NULL: none) */
+	char *const *protected_patterns;
 	unsigned long long memory_bytes, pids;
 	double cpus;
 	pid_t owner_pid; /* local: stopped when this process ends (0: none) */

@@ -197,6 +197,7 @@ static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o,
 	co.as_root = uid == 0;
 	co.with_root = o->with_root;
 	co.sudo = o->sudo;
+	co.protected_patterns = (char **)o->protected_patterns;
 	/* "base" and no template: the default image; else an image directory, named by its
 	 * absolute path. Any other name is a template this backend does not have (E2B: 404) */
 	if (o->template_id && *o->template_id && strcmp(o->template_id, "base") != 0) {

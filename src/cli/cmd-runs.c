@@ -62,8 +62,8 @@ static json_t *event_json(const struct ts_run_event *e)
 {
 	json_t *call = e->call == UINT64_MAX ? json_null() : json_integer((json_int_t)e->call);
 	return json_pack("{s:s, s:I, s:o, s:I, s:s, s:o}", "type", "event", "seq",
-			 (json_int_t)e->seq, "call", call, "ms", (json_int_t)e->ms, "event", e->type,
-			 "data", parse_or_string(e->data));
+			 (json_int_t)e->seq, "call", call, "ms", (json_int_t)e->ms, "event",
+			 e->type, "data", parse_or_string(e->data));
 }
 
 static void fmt_time(long long ms, char *buf, size_t len)
@@ -197,8 +197,8 @@ int ts_subcmd_runs(int argc, char **argv)
 		return cmd_new(argc - 1, argv + 1);
 	bool ls = !strcmp(sub, "ls");
 	if (!(ls && (argc == 2 || (argc == 3 && !strcmp(argv[2], "--json")))) &&
-	    !(argc == 3 && (!strcmp(sub, "show") || !strcmp(sub, "export") ||
-			    !strcmp(sub, "finish")))) {
+	    !(argc == 3 &&
+	      (!strcmp(sub, "show") || !strcmp(sub, "export") || !strcmp(sub, "finish")))) {
 		usage(stderr);
 		return 2;
 	}

@@ -2,18 +2,14 @@
 #include "policy.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <yaml.h>
 
 #include "cleanup.h"
 #include "util.h"
+#include "yamlwalk.h"
 
 /* A policy is a short hand-written file; the cap bounds what a hostile one can cost. */
 #define POLICY_MAX_BYTES (1024 * 1024)
@@ -25,8 +21,7 @@
 #define CPUS_MAX 1024.0
 /* RLIMIT_NOFILE above fs.nr_open fails at setrlimit() time; INT_MAX bounds the fd type. */
 #define NOFILE_MAX ((unsigned long long)INT_MAX)
-/* Longest value quoted back in an error message. */
-#define SHOW_MAX 64
+#define SHOW_MAX TS_YAML_SHOW_MAX /* the buffer of ts_yaml_show */
 
 enum {
 	SET_MEMORY = 1 << 0,
@@ -41,17 +36,10 @@ enum {
 };
 
 struct loader {
-	yaml_parser_t parser;
-	yaml_event_t ev;
-	bool have_ev;
-	const char *path;
-	const char *buf;
-	size_t len;
-	struct ts_policy *p;  /* the temporary, merged into the caller's policy on success */
-	unsigned set;	      /* SET_* flags: which scalars this file gave */
-	yaml_mark_t key_mark; /* the key (or list entry) whose value is being parsed */
+	struct ts_yaml y;
+	struct ts_policy *p; /* the temporary, merged into the caller's policy on success */
+	unsigned set;	     /* SET_* flags: which scalars this file gave */
 	size_t cap_env, cap_binds, cap_protected;
-	struct ts_error *err;
 };
 
 void ts_policy_init(struct ts_policy *p)
@@ -77,21 +65,6 @@ void ts_policy_free(struct ts_policy *p)
 	free(p->protected_patterns);
 	free(p->seccomp_profile);
 	ts_policy_init(p);
-}
-
-/* Quote a value from the file into an error message: printable ASCII only, bounded. */
-static const char *show(char buf[static SHOW_MAX + 4], const char *s, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len && i < SHOW_MAX; i++)
-		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	if (i < len) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-	return buf;
 }
 
 static bool env_name_valid(const char *s, size_t len)
@@ -147,141 +120,6 @@ static int grow(void **v, size_t *cap, size_t n, size_t size)
 	*v = nv;
 	*cap = ncap;
 	return 0;
-}
-
-static int lerr(struct loader *l, const yaml_mark_t *m, int r, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int lerr(struct loader *l, const yaml_mark_t *m, int r, const char *fmt, ...)
-{
-	char msg[sizeof(l->err->msg)];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	ts_err(l->err, r, "`%s`:%zu: %s", l->path, m->line + 1, msg);
-	return r;
-}
-
-static int nomem(struct loader *l)
-{
-	return ts_err(l->err, -ENOMEM, "`%s`: out of memory", l->path);
-}
-
-static int syntax_error(struct loader *l)
-{
-	const yaml_parser_t *y = &l->parser;
-	size_t line = y->problem_mark.line + 1;
-
-	if (y->error == YAML_MEMORY_ERROR)
-		return nomem(l);
-	/* The reader (encoding errors) reports a byte offset, not a mark. */
-	if (y->error == YAML_READER_ERROR) {
-		line = 1;
-		for (size_t i = 0; i < y->problem_offset && i < l->len; i++)
-			line += l->buf[i] == '\n';
-	}
-	return ts_err(l->err, -EINVAL, "`%s`:%zu: invalid yaml: %s%s%s", l->path, line,
-		      y->problem ? y->problem : "syntax error", y->context ? " " : "",
-		      y->context ? y->context : "");
-}
-
-static int next(struct loader *l)
-{
-	if (l->have_ev) {
-		yaml_event_delete(&l->ev);
-		l->have_ev = false;
-	}
-	if (!yaml_parser_parse(&l->parser, &l->ev))
-		return syntax_error(l);
-	l->have_ev = true;
-	/* Refusing aliases keeps every value where its line number says it is, and rules
-	 * out exponential expansion ("billion laughs"). */
-	if (l->ev.type == YAML_ALIAS_EVENT)
-		return lerr(l, &l->ev.start_mark, -EINVAL, "aliases are not supported");
-	/* an anchor is only ever there for an alias: refused alike, as the man page says */
-	if ((l->ev.type == YAML_SCALAR_EVENT && l->ev.data.scalar.anchor) ||
-	    (l->ev.type == YAML_SEQUENCE_START_EVENT && l->ev.data.sequence_start.anchor) ||
-	    (l->ev.type == YAML_MAPPING_START_EVENT && l->ev.data.mapping_start.anchor))
-		return lerr(l, &l->ev.start_mark, -EINVAL, "anchors are not supported");
-	return 0;
-}
-
-static const char *kind(const yaml_event_t *ev)
-{
-	switch (ev->type) {
-	case YAML_SCALAR_EVENT:
-		return "a scalar";
-	case YAML_SEQUENCE_START_EVENT:
-		return "a sequence";
-	case YAML_MAPPING_START_EVENT:
-		return "a mapping";
-	default:
-		return "something else";
-	}
-}
-
-static bool is_null(const yaml_event_t *ev)
-{
-	const char *v = (const char *)ev->data.scalar.value;
-
-	if (ev->type != YAML_SCALAR_EVENT || ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	return !strcmp(v, "") || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
-	       !strcmp(v, "NULL");
-}
-
-/*
- * The current event as a non-empty scalar value for key, without NUL bytes. A wrong type
- * or a missing value is reported at the key's line: a block collection's own mark is its
- * first child's, and an empty value has none worth showing.
- */
-static int scalar(struct loader *l, const char *key, const char **ret)
-{
-	const yaml_event_t *ev = &l->ev;
-
-	if (ev->type != YAML_SCALAR_EVENT)
-		return lerr(l, &l->key_mark, -EINVAL, "expected a scalar for `%s`, got %s", key,
-			    kind(ev));
-	if (is_null(ev))
-		return lerr(l, &l->key_mark, -EINVAL, "missing value for `%s`", key);
-	if (strlen((const char *)ev->data.scalar.value) != ev->data.scalar.length)
-		return lerr(l, &ev->start_mark, -EINVAL, "NUL byte in the value of `%s`", key);
-	*ret = (const char *)ev->data.scalar.value;
-	return 0;
-}
-
-/*
- * The current event is a key of the mapping named ctx (NULL at top level). Set *ret to
- * its index in keys; unknown and repeated keys are errors. seen tracks repeats.
- */
-static int key(struct loader *l, const char *const *keys, size_t n_keys, const char *ctx,
-	       unsigned *seen, size_t *ret)
-{
-	const yaml_event_t *ev = &l->ev;
-	char b[SHOW_MAX + 4];
-	const char *k;
-	size_t len;
-
-	if (ev->type != YAML_SCALAR_EVENT)
-		return lerr(l, &ev->start_mark, -EINVAL, "expected a scalar key%s%s%s, got %s",
-			    ctx ? " in `" : "", ctx ? ctx : "", ctx ? "`" : "", kind(ev));
-	k = (const char *)ev->data.scalar.value;
-	len = ev->data.scalar.length;
-	for (size_t i = 0; i < n_keys; i++) {
-		if (len != strlen(keys[i]) || memcmp(k, keys[i], len))
-			continue;
-		if (*seen & (1U << i))
-			return lerr(l, &ev->start_mark, -EINVAL, "duplicate key `%s`%s%s%s",
-				    keys[i], ctx ? " in `" : "", ctx ? ctx : "", ctx ? "`" : "");
-		*seen |= 1U << i;
-		*ret = i;
-		l->key_mark = ev->start_mark;
-		return 0;
-	}
-	return lerr(l, &ev->start_mark, -EINVAL, "unknown key `%s`%s%s%s", show(b, k, len),
-		    ctx ? " in `" : "", ctx ? ctx : "", ctx ? "`" : "");
 }
 
 static bool starts_digit(const char *s)
@@ -357,7 +195,7 @@ static int parse_limit(struct loader *l, size_t idx)
 	char b[SHOW_MAX + 4];
 	int r;
 
-	r = scalar(l, name, &s);
+	r = ts_yaml_scalar(&l->y, name, &s);
 	if (r < 0)
 		return r;
 	r = starts_digit(s) ? 0 : -EINVAL;
@@ -428,21 +266,11 @@ static int parse_limit(struct loader *l, size_t idx)
 		break;
 	}
 	if (r < 0)
-		return lerr(l, &l->ev.start_mark, -EINVAL,
-			    "invalid value `%s` for `%s`: %sexpected %s", show(b, s, strlen(s)),
-			    name, ts_policy_too_large(r), want);
+		return ts_yaml_err(&l->y, &l->y.ev.start_mark, -EINVAL,
+				   "invalid value `%s` for `%s`: %sexpected %s",
+				   ts_yaml_show(b, s, strlen(s)), name, ts_policy_too_large(r),
+				   want);
 	return 0;
-}
-
-/* Expect a mapping (or null, meaning empty) for key; *empty says which. */
-static int expect_container(struct loader *l, const char *name, yaml_event_type_t type, bool *empty)
-{
-	*empty = is_null(&l->ev);
-	if (*empty || l->ev.type == type)
-		return 0;
-	return lerr(l, &l->key_mark, -EINVAL, "expected %s for `%s`, got %s",
-		    type == YAML_MAPPING_START_EVENT ? "a mapping" : "a sequence", name,
-		    kind(&l->ev));
 }
 
 static int parse_limits(struct loader *l)
@@ -451,21 +279,21 @@ static int parse_limits(struct loader *l)
 	bool empty;
 	int r;
 
-	r = expect_container(l, "limits", YAML_MAPPING_START_EVENT, &empty);
+	r = ts_yaml_expect(&l->y, "limits", YAML_MAPPING_START_EVENT, &empty);
 	if (r < 0 || empty)
 		return r;
 	for (;;) {
 		size_t idx = 0;
 
-		r = next(l);
+		r = ts_yaml_next(&l->y);
 		if (r < 0)
 			return r;
-		if (l->ev.type == YAML_MAPPING_END_EVENT)
+		if (l->y.ev.type == YAML_MAPPING_END_EVENT)
 			return 0;
-		r = key(l, limit_keys, ELEMENTSOF(limit_keys), "limits", &seen, &idx);
+		r = ts_yaml_key(&l->y, limit_keys, ELEMENTSOF(limit_keys), "limits", &seen, &idx);
 		if (r < 0)
 			return r;
-		r = next(l);
+		r = ts_yaml_next(&l->y);
 		if (r < 0)
 			return r;
 		r = parse_limit(l, idx);
@@ -474,30 +302,9 @@ static int parse_limits(struct loader *l)
 	}
 }
 
-/* Call item() for each entry of the sequence (or null) at the current event. */
-static int each_entry(struct loader *l, const char *name, int (*item)(struct loader *l))
+static int env_item(struct ts_yaml *y, void *userdata)
 {
-	bool empty;
-	int r;
-
-	r = expect_container(l, name, YAML_SEQUENCE_START_EVENT, &empty);
-	if (r < 0 || empty)
-		return r;
-	for (;;) {
-		r = next(l);
-		if (r < 0)
-			return r;
-		if (l->ev.type == YAML_SEQUENCE_END_EVENT)
-			return 0;
-		l->key_mark = l->ev.start_mark;
-		r = item(l);
-		if (r < 0)
-			return r;
-	}
-}
-
-static int env_item(struct loader *l)
-{
+	struct loader *l = userdata;
 	struct ts_policy *p = l->p;
 	char b[SHOW_MAX + 4];
 	const char *s = NULL;
@@ -505,30 +312,32 @@ static int env_item(struct loader *l)
 	size_t n;
 	int r;
 
-	r = scalar(l, "env", &s);
+	r = ts_yaml_scalar(y, "env", &s);
 	if (r < 0)
 		return r;
 	if (p->n_env >= TS_POLICY_MAX_ENV)
-		return lerr(l, &l->ev.start_mark, -EINVAL, "more than %d entries in `env`",
-			    TS_POLICY_MAX_ENV);
+		return ts_yaml_err(y, &y->ev.start_mark, -EINVAL, "more than %d entries in `env`",
+				   TS_POLICY_MAX_ENV);
 	/* Quote only the name: the value may be a secret (a token in an index URL). */
 	n = env_name_len(s);
 	if (!env_name_valid(s, n))
-		return lerr(l, &l->ev.start_mark, -EINVAL,
-			    "invalid name `%s` in `env`: expected NAME or NAME=VALUE with NAME "
-			    "matching [A-Za-z_][A-Za-z0-9_]*",
-			    show(b, s, n));
+		return ts_yaml_err(
+			y, &y->ev.start_mark, -EINVAL,
+			"invalid name `%s` in `env`: expected NAME or NAME=VALUE with NAME "
+			"matching [A-Za-z_][A-Za-z0-9_]*",
+			ts_yaml_show(b, s, n));
 	if (grow((void **)&p->env, &l->cap_env, p->n_env, sizeof(*p->env)) < 0)
-		return nomem(l);
+		return ts_yaml_nomem(y);
 	dup = strdup(s);
 	if (!dup)
-		return nomem(l);
+		return ts_yaml_nomem(y);
 	p->env[p->n_env++] = dup;
 	return 0;
 }
 
-static int protected_item(struct loader *l)
+static int protected_item(struct ts_yaml *y, void *userdata)
 {
+	struct loader *l = userdata;
 	struct ts_policy *p = l->p;
 	char b[SHOW_MAX + 4];
 	const char *s = NULL;
@@ -536,22 +345,23 @@ static int protected_item(struct loader *l)
 	int r;
 
 	/* An empty quoted pattern gets the same message as a missing one. */
-	if (l->ev.type == YAML_SCALAR_EVENT && l->ev.data.scalar.length == 0)
-		return lerr(l, &l->ev.start_mark, -EINVAL, "empty pattern in `protected`");
-	r = scalar(l, "protected", &s);
+	if (y->ev.type == YAML_SCALAR_EVENT && y->ev.data.scalar.length == 0)
+		return ts_yaml_err(y, &y->ev.start_mark, -EINVAL, "empty pattern in `protected`");
+	r = ts_yaml_scalar(y, "protected", &s);
 	if (r < 0)
 		return r;
 	if (strchr(s, '/'))
-		return lerr(l, &l->ev.start_mark, -EINVAL,
-			    "invalid pattern `%s` in `protected`: patterns match basenames and "
-			    "cannot contain `/`",
-			    show(b, s, strlen(s)));
+		return ts_yaml_err(
+			y, &y->ev.start_mark, -EINVAL,
+			"invalid pattern `%s` in `protected`: patterns match basenames and "
+			"cannot contain `/`",
+			ts_yaml_show(b, s, strlen(s)));
 	if (grow((void **)&p->protected_patterns, &l->cap_protected, p->n_protected,
 		 sizeof(*p->protected_patterns)) < 0)
-		return nomem(l);
+		return ts_yaml_nomem(y);
 	dup = strdup(s);
 	if (!dup)
-		return nomem(l);
+		return ts_yaml_nomem(y);
 	p->protected_patterns[p->n_protected++] = dup;
 	return 0;
 }
@@ -562,7 +372,7 @@ static int bind_path(struct loader *l, const char *name, bool is_dst, char **ret
 	const char *s = NULL, *why = NULL;
 	int r;
 
-	r = scalar(l, name, &s);
+	r = ts_yaml_scalar(&l->y, name, &s);
 	if (r < 0)
 		return r;
 	if (s[0] != '/')
@@ -574,39 +384,40 @@ static int bind_path(struct loader *l, const char *name, bool is_dst, char **ret
 	else if (is_dst && s[strspn(s, "/")] == '\0')
 		why = "cannot be `/`";
 	if (why)
-		return lerr(l, &l->ev.start_mark, -EINVAL,
-			    "invalid value `%s` for `%s` in `ro_binds`: %s", show(b, s, strlen(s)),
-			    name, why);
+		return ts_yaml_err(&l->y, &l->y.ev.start_mark, -EINVAL,
+				   "invalid value `%s` for `%s` in `ro_binds`: %s",
+				   ts_yaml_show(b, s, strlen(s)), name, why);
 	*ret = strdup(s);
-	return *ret ? 0 : nomem(l);
+	return *ret ? 0 : ts_yaml_nomem(&l->y);
 }
 
-static int bind_item(struct loader *l)
+static int bind_item(struct ts_yaml *y, void *userdata)
 {
+	struct loader *l = userdata;
 	static const char *const keys[] = { "src", "dst" };
 	struct ts_policy *p = l->p;
-	yaml_mark_t start = l->ev.start_mark;
+	yaml_mark_t start = y->ev.start_mark;
 	_cleanup_free_ char *src = NULL, *dst = NULL, *origin = NULL;
 	unsigned seen = 0;
 	int r;
 
-	if (l->ev.type != YAML_MAPPING_START_EVENT)
-		return lerr(l, &start, -EINVAL,
-			    "expected a mapping with `src` and `dst` for a "
-			    "`ro_binds` entry, got %s",
-			    kind(&l->ev));
+	if (y->ev.type != YAML_MAPPING_START_EVENT)
+		return ts_yaml_err(y, &start, -EINVAL,
+				   "expected a mapping with `src` and `dst` for a "
+				   "`ro_binds` entry, got %s",
+				   ts_yaml_kind(&y->ev));
 	for (;;) {
 		size_t idx = 0;
 
-		r = next(l);
+		r = ts_yaml_next(y);
 		if (r < 0)
 			return r;
-		if (l->ev.type == YAML_MAPPING_END_EVENT)
+		if (y->ev.type == YAML_MAPPING_END_EVENT)
 			break;
-		r = key(l, keys, ELEMENTSOF(keys), "ro_binds", &seen, &idx);
+		r = ts_yaml_key(y, keys, ELEMENTSOF(keys), "ro_binds", &seen, &idx);
 		if (r < 0)
 			return r;
-		r = next(l);
+		r = ts_yaml_next(y);
 		if (r < 0)
 			return r;
 		r = bind_path(l, keys[idx], idx == 1, idx == 0 ? &src : &dst);
@@ -614,11 +425,11 @@ static int bind_item(struct loader *l)
 			return r;
 	}
 	if (!src || !dst)
-		return lerr(l, &start, -EINVAL, "missing `%s` in `ro_binds` entry",
-			    !src ? "src" : "dst");
+		return ts_yaml_err(y, &start, -EINVAL, "missing `%s` in `ro_binds` entry",
+				   !src ? "src" : "dst");
 	if (grow((void **)&p->ro_binds, &l->cap_binds, p->n_ro_binds, sizeof(*p->ro_binds)) < 0 ||
-	    asprintf(&origin, "`%s`:%zu", l->path, start.line + 1) < 0)
-		return nomem(l);
+	    asprintf(&origin, "`%s`:%zu", y->path, start.line + 1) < 0)
+		return ts_yaml_nomem(y);
 	p->ro_binds[p->n_ro_binds].src = TAKE_PTR(src);
 	p->ro_binds[p->n_ro_binds].dst = TAKE_PTR(dst);
 	p->ro_binds[p->n_ro_binds].origin = TAKE_PTR(origin);
@@ -630,33 +441,16 @@ static int bind_item(struct loader *l)
 static int parse_seccomp(struct loader *l)
 {
 	struct ts_policy *p = l->p;
-	_cleanup_free_ char *cwd = NULL;
-	const char *s = NULL, *slash;
-	char *abs;
-	int r, n;
+	const char *s = NULL;
+	char *abs = NULL;
+	int r;
 
-	r = scalar(l, "seccomp", &s);
+	r = ts_yaml_scalar(&l->y, "seccomp", &s);
 	if (r < 0)
 		return r;
-	if (s[0] == '/') {
-		abs = strdup(s);
-	} else {
-		slash = strrchr(l->path, '/');
-		if (l->path[0] != '/') {
-			cwd = getcwd(NULL, 0);
-			if (!cwd)
-				return ts_err_errno(l->err, -errno, "`%s`: resolve `seccomp`",
-						    l->path);
-		}
-		while (s[0] == '.' && s[1] == '/')
-			s += 2 + strspn(s + 2, "/");
-		n = asprintf(&abs, "%s%s%.*s/%s", cwd ? cwd : "", cwd && slash ? "/" : "",
-			     slash ? (int)(slash - l->path) : 0, l->path, s);
-		if (n < 0)
-			abs = NULL;
-	}
-	if (!abs)
-		return nomem(l);
+	r = ts_yaml_path(&l->y, "seccomp", s, &abs);
+	if (r < 0)
+		return r;
 	free(p->seccomp_profile);
 	p->seccomp_profile = abs;
 	return 0;
@@ -669,26 +463,16 @@ static const char *const top_keys[] = {
 /* `sudo`: a plain `true` or `false`, nothing YAML 1.1 would also read as one (yes, on) */
 static int parse_sudo(struct loader *l)
 {
-	char b[SHOW_MAX + 4];
-	const char *s = NULL;
-	int r = scalar(l, "sudo", &s);
+	int r = ts_yaml_bool(&l->y, "sudo", &l->p->sudo);
 
-	if (r < 0)
-		return r;
-	if (l->ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return lerr(l, &l->ev.start_mark, -EINVAL,
-			    "quoted value for `sudo`: expected true or false, unquoted");
-	if (strcmp(s, "true") && strcmp(s, "false"))
-		return lerr(l, &l->ev.start_mark, -EINVAL,
-			    "invalid value `%s` for `sudo`: expected true or false",
-			    show(b, s, strlen(s)));
-	l->p->sudo = !strcmp(s, "true");
-	l->set |= SET_SUDO;
-	return 0;
+	if (r == 0)
+		l->set |= SET_SUDO;
+	return r;
 }
 
-static int parse_top(struct loader *l)
+static int parse_top(struct ts_yaml *y, void *userdata)
 {
+	struct loader *l = userdata;
 	unsigned seen = 0;
 	char b[SHOW_MAX + 4];
 	const char *s = NULL;
@@ -697,36 +481,36 @@ static int parse_top(struct loader *l)
 	for (;;) {
 		size_t idx = 0;
 
-		r = next(l);
+		r = ts_yaml_next(y);
 		if (r < 0)
 			return r;
-		if (l->ev.type == YAML_MAPPING_END_EVENT)
+		if (y->ev.type == YAML_MAPPING_END_EVENT)
 			return 0;
-		r = key(l, top_keys, ELEMENTSOF(top_keys), NULL, &seen, &idx);
+		r = ts_yaml_key(y, top_keys, ELEMENTSOF(top_keys), NULL, &seen, &idx);
 		if (r < 0)
 			return r;
-		r = next(l);
+		r = ts_yaml_next(y);
 		if (r < 0)
 			return r;
 		switch (idx) {
 		case 0:
-			r = scalar(l, "version", &s);
+			r = ts_yaml_scalar(y, "version", &s);
 			if (r == 0 && strcmp(s, "1"))
-				r = lerr(l, &l->ev.start_mark, -EINVAL,
-					 "unsupported value `%s` for `version`: expected 1",
-					 show(b, s, strlen(s)));
+				r = ts_yaml_err(y, &y->ev.start_mark, -EINVAL,
+						"unsupported value `%s` for `version`: expected 1",
+						ts_yaml_show(b, s, strlen(s)));
 			break;
 		case 1:
 			r = parse_limits(l);
 			break;
 		case 2:
-			r = each_entry(l, "env", env_item);
+			r = ts_yaml_each(y, "env", env_item, l);
 			break;
 		case 3:
-			r = each_entry(l, "ro_binds", bind_item);
+			r = ts_yaml_each(y, "ro_binds", bind_item, l);
 			break;
 		case 4:
-			r = each_entry(l, "protected", protected_item);
+			r = ts_yaml_each(y, "protected", protected_item, l);
 			break;
 		case 6:
 			r = parse_sudo(l);
@@ -738,96 +522,6 @@ static int parse_top(struct loader *l)
 		if (r < 0)
 			return r;
 	}
-}
-
-static int parse_stream(struct loader *l)
-{
-	int r;
-
-	r = next(l); /* STREAM-START */
-	if (r < 0)
-		return r;
-	r = next(l);
-	if (r < 0)
-		return r;
-	if (l->ev.type == YAML_STREAM_END_EVENT)
-		return 0; /* no document at all: only comments or nothing */
-	r = next(l);	  /* the root node after DOCUMENT-START */
-	if (r < 0)
-		return r;
-	if (l->ev.type == YAML_MAPPING_START_EVENT)
-		r = parse_top(l);
-	else if (!is_null(&l->ev))
-		r = lerr(l, &l->ev.start_mark, -EINVAL,
-			 "expected a mapping at the top level, got %s", kind(&l->ev));
-	if (r < 0)
-		return r;
-	r = next(l); /* DOCUMENT-END */
-	if (r < 0)
-		return r;
-	r = next(l);
-	if (r < 0)
-		return r;
-	if (l->ev.type != YAML_STREAM_END_EVENT)
-		return lerr(l, &l->ev.start_mark, -EINVAL, "only one yaml document is allowed");
-	return 0;
-}
-
-static int read_policy(const char *path, char **ret, size_t *ret_len, struct ts_error *err)
-{
-	_cleanup_close_ int fd = -EBADF;
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap;
-	struct stat st;
-
-	/* O_NONBLOCK: a FIFO in place of the policy must not hang the caller. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return ts_err_errno(err, -errno, "open `%s`", path);
-	if (fstat(fd, &st) < 0)
-		return ts_err_errno(err, -errno, "stat `%s`", path);
-	if (S_ISDIR(st.st_mode))
-		return ts_err_errno(err, -EISDIR, "read `%s`", path);
-	if (!S_ISREG(st.st_mode))
-		return ts_err(err, -EINVAL, "read `%s`: not a regular file", path);
-	if (st.st_size > POLICY_MAX_BYTES)
-		return ts_err(err, -EFBIG, "read `%s`: larger than the 1 MiB limit", path);
-	/* st_size may be 0 (procfs) or stale: read to EOF, bounded. */
-	cap = (size_t)st.st_size + 1 < 4096 ? 4096 : (size_t)st.st_size + 1;
-	buf = malloc(cap);
-	if (!buf)
-		return ts_err(err, -ENOMEM, "read `%s`: out of memory", path);
-	for (;;) {
-		ssize_t n;
-
-		if (len + 1 >= cap) {
-			char *nb;
-
-			if (cap >= POLICY_MAX_BYTES + 2)
-				return ts_err(err, -EFBIG, "read `%s`: larger than the 1 MiB limit",
-					      path);
-			cap = cap * 2 > POLICY_MAX_BYTES + 2 ? POLICY_MAX_BYTES + 2 : cap * 2;
-			nb = realloc(buf, cap);
-			if (!nb)
-				return ts_err(err, -ENOMEM, "read `%s`: out of memory", path);
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - 1 - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return ts_err_errno(err, -errno, "read `%s`", path);
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > POLICY_MAX_BYTES)
-		return ts_err(err, -EFBIG, "read `%s`: larger than the 1 MiB limit", path);
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
 }
 
 /* Move t into p: scalars t set replace, lists append. Either all of it or nothing. */
@@ -897,27 +591,22 @@ int ts_policy_load(struct ts_policy *p, const char *path, struct ts_error *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	struct ts_policy t;
-	struct loader l = { .path = path, .p = &t, .err = err };
+	struct loader l = { .p = &t };
 	size_t len = 0;
 	int r;
 
-	r = read_policy(path, &buf, &len, err);
+	r = ts_yaml_read_file(path, POLICY_MAX_BYTES, &buf, &len, err);
 	if (r < 0)
 		return r;
 	ts_policy_init(&t);
-	if (!yaml_parser_initialize(&l.parser))
-		return nomem(&l);
-	l.buf = buf;
-	l.len = len;
-	yaml_parser_set_input_string(&l.parser, (const unsigned char *)buf, len);
-	r = parse_stream(&l);
-	if (l.have_ev)
-		yaml_event_delete(&l.ev);
-	yaml_parser_delete(&l.parser);
+	r = ts_yaml_init(&l.y, path, buf, len, err);
+	if (r == 0)
+		r = ts_yaml_document(&l.y, parse_top, &l);
+	ts_yaml_done(&l.y);
 	if (r == 0) {
 		r = merge(p, &t, l.set);
 		if (r < 0)
-			nomem(&l);
+			ts_yaml_nomem(&l.y);
 	}
 	ts_policy_free(&t);
 	return r;
@@ -933,7 +622,7 @@ int ts_policy_add_env(struct ts_policy *p, const char *entry, struct ts_error *e
 		return ts_err(err, -EINVAL,
 			      "invalid environment variable name `%s`: expected NAME or NAME=VALUE "
 			      "with NAME matching [A-Za-z_][A-Za-z0-9_]*",
-			      show(b, entry, n));
+			      ts_yaml_show(b, entry, n));
 	dup = strdup(entry);
 	if (!dup)
 		return ts_err(err, -ENOMEM, "out of memory");
@@ -958,7 +647,7 @@ int ts_policy_add_protected(struct ts_policy *p, const char *pattern, struct ts_
 		return ts_err(err, -EINVAL,
 			      "invalid protected pattern `%s`: patterns match basenames and cannot "
 			      "contain `/`",
-			      show(b, pattern, strlen(pattern)));
+			      ts_yaml_show(b, pattern, strlen(pattern)));
 	dup = strdup(pattern);
 	if (!dup)
 		return ts_err(err, -ENOMEM, "out of memory");

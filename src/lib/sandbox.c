@@ -61,6 +61,12 @@ static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_
 		json_object_set_new(spec, "root_ids", json_true());
 	if (o->sudo)
 		json_object_set_new(spec, "sudo", json_true());
+	if (o->protected_patterns && o->protected_patterns[0]) {
+		json_t *pp = json_array();
+		for (char **q = o->protected_patterns; *q; q++)
+			json_array_append_new(pp, json_string(*q));
+		json_object_set_new(spec, "protected", pp);
+	}
 	json_object_set_new(spec, "memory", json_integer((json_int_t)o->memory_bytes));
 	json_object_set_new(spec, "pids", json_integer((json_int_t)o->pids));
 	json_object_set_new(spec, "cpus", json_real(o->cpus));
@@ -165,6 +171,11 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 	json_array_foreach(json_object_get(spec, "env"), i, v) {
 		if (json_is_string(v) &&
 		    (r = ts_policy_add_env(pol, json_string_value(v), err)) < 0)
+			goto out;
+	}
+	json_array_foreach(json_object_get(spec, "protected"), i, v) {
+		if (json_is_string(v) &&
+		    (r = ts_policy_add_protected(pol, json_string_value(v), err)) < 0)
 			goto out;
 	}
 	v = json_object_get(spec, "memory");

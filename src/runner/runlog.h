@@ -97,12 +97,14 @@ void ts_call_rec_clear(struct ts_call_rec *c);
  * position: "p:N"; NULL: append, key "p:" + its index) as started, unless a record says
  * otherwise: *kind and *rec (the record as it is now) tell. -EILSEQ (divergence: err names
  * the recorded call and how it differs), -ENOENT (no such run), -ESTALE (the run is
- * finished).
+ * finished), -EINVAL (a malformed key, tool name or JSON), -E2BIG (arguments over 8 MiB, a
+ * key over 512 bytes), -EEXIST (append: key "p:" + the next index was given to another call).
  */
 int ts_runlog_call_begin(struct ts_runlog *l, const char *run, const char *key, const char *tool,
 			 const char *args, enum ts_call_kind *kind, struct ts_call_rec *rec,
 			 struct ts_error *err);
-/* The result (JSON) of call index of run, durably (fsync) before returning. */
+/* The result (JSON, at most 8 MiB) of call index of run, durably (fsync) before returning.
+ * -ENOENT (no such call), -EALREADY (completed already: the recorded result stands). */
 int ts_runlog_call_complete(struct ts_runlog *l, const char *run, uint64_t index,
 			    const char *result, struct ts_error *err);
 
@@ -129,7 +131,7 @@ int ts_runlog_event_list(struct ts_runlog *l, const char *run, struct ts_run_eve
 void ts_run_events_free(struct ts_run_event *v, size_t n);
 
 /* What the file tools remember between calls of a run: the content hash of each file as
- * the run last read or wrote it ("" / -ENOENT: never). */
+ * the run last read or wrote it ("" / -ENOENT: never; set "": forget it). */
 int ts_runlog_seen_get(struct ts_runlog *l, const char *run, const char *path, char *hash,
 		       size_t len, struct ts_error *err);
 int ts_runlog_seen_set(struct ts_runlog *l, const char *run, const char *path, const char *hash,

@@ -128,6 +128,8 @@ static int create_sandbox(struct ts_runner *r, struct ts_error *err)
 				      : r->agent->timeout_ms,
 		.workspace = r->workspace,
 		.policy_file = r->agent->policy,
+		/* the kernel protects the agent's own patterns in bash too, as the policy's */
+		.protected_patterns = r->agent->protected_patterns,
 	};
 	int k = ts_sb_create(r->be, &o, &r->sb, err);
 
@@ -296,6 +298,10 @@ int ts_runner_open(const struct ts_runner_opts *o, struct ts_runner **ret, struc
 		if (k < 0 && !(r->log && ts_be_code(err) == TS_BE_NOT_FOUND))
 			return ts_err_prefix(err, k, "sandbox %s", r->sandbox_id);
 		if (k < 0 && (k = rebuild(r, UINT64_MAX, "its sandbox was gone", err)) < 0)
+			return k;
+		/* a new run on a sandbox it was given records it */
+		if (r->log && !o->run_id &&
+		    (k = ts_runlog_run_set_sandbox(r->log, r->run_id, r->sandbox_id, err)) < 0)
 			return k;
 	} else {
 		if ((k = create_sandbox(r, err)) < 0)

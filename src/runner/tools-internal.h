@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "toolbox.h"
 
@@ -18,6 +19,7 @@
 #define TS_TOOL_BASH_TIMEOUT_MAX_MS (3600 * 1000ULL) /* the longest it may ask */
 #define TS_TOOL_LIST_MAX 1000			     /* find's and grep's results */
 #define TS_TOOL_TAG_LEN 3			     /* hex characters of a line tag */
+#define TS_TOOL_SNIFF 8192 /* the first part of a file that must be UTF-8 (else binary) */
 
 struct ts_toolbox {
 	struct ts_sb *sb;
@@ -97,6 +99,14 @@ int ts_tool_arg_bool(json_t *args, const char *name, bool dflt, bool *ret,
  */
 int ts_ws_resolve(struct ts_toolbox *t, const char *rel, unsigned flags, char **abs, char **rel_out,
 		  struct ts_tool_result *res, struct ts_error *err);
+/*
+ * A backend error r of a file operation (what: "read", "write", ...) on the workspace path
+ * rel: 0 with res filled when the file is at fault (not_found, permission_denied,
+ * is_directory, too_large, no_space, ...), or r with err kept when the sandbox is (it is
+ * gone, stopped, does not answer).
+ */
+int ts_ws_fail(struct ts_toolbox *t, int r, const char *what, const char *rel,
+	       struct ts_tool_result *res, struct ts_error *err);
 /* Does a workspace-relative path match a protected pattern (any component's basename)? */
 bool ts_ws_protected(const struct ts_toolbox *t, const char *rel);
 
@@ -106,6 +116,31 @@ bool ts_ws_protected(const struct ts_toolbox *t, const char *rel);
 void ts_linetag(const char *line, size_t len, char out[TS_TOOL_TAG_LEN + 1]);
 /* The hash a run remembers of a whole file's content (hex, NUL-terminated, 33 bytes). */
 void ts_content_hash(const void *data, size_t len, char out[33]);
+/* "N:tag" (or "N:tag|text", as read_file shows it; "0:" names the start) into *line and
+ * tag (lowercase; "" for "0:"). 0, or -EINVAL / -ERANGE. */
+int ts_linetag_parse(const char *ref, size_t *line, char tag[TS_TOOL_TAG_LEN + 1]);
+/* The length of the valid UTF-8 sequence at s (1 to 4), 0 when it is not one. */
+size_t ts_utf8_seq(const char *s, size_t len);
+/* Binary for the file tools: a NUL byte anywhere, or bytes that are not UTF-8 in the first
+ * TS_TOOL_SNIFF bytes. */
+bool ts_text_binary(const void *data, size_t len);
+/* Print up to max bytes of s to f (cut at a character, with a marker saying so), bytes that
+ * are not UTF-8 as U+FFFD; returns how many were replaced. */
+size_t ts_text_print(FILE *f, const char *s, size_t len, size_t max);
+/* ts_text_print of line n (1-based) as "N:tag|text\n" (the tag of the whole line). */
+size_t ts_linetag_print(FILE *f, size_t n, const char *line, size_t len, size_t max);
+
+/* --- edits (tool-edit.c) --- */
+
+/*
+ * edit_file's work on content (len bytes) without a sandbox: args are the call's
+ * arguments (path, old_string/new_string/replace_all or edits), stale says the file
+ * changed since this run last read or wrote it. 0 with the new content in *out (free;
+ * NUL-terminated) and res the success result; 1 with res a tool error (nothing to
+ * write); -ENOMEM.
+ */
+int ts_edit_apply(unsigned version, const char *path, const char *content, size_t len, json_t *args,
+		  bool stale, char **out, size_t *out_len, struct ts_tool_result *res);
 
 /* --- memory --- */
 int ts_toolbox_seen_get(struct ts_toolbox *t, const char *path, char *hash, size_t len,

@@ -115,4 +115,19 @@ timeout 60 "$cli" restart "$pid" >/dev/null
 out=$(ptool bash '{"command": "echo C >> later.pem; cat later.pem"}' | j 'd["text"]')
 case $out in *C*) tap_not_ok "after a restart it is protected like any other ($out)" ;;
 *) tap_ok "after a restart it is protected like any other" ;; esac
+
+# the agent's own protected patterns: the tools and the kernel, as the policy's
+cat >"$tmp/prot.yaml" <<'YAML'
+sandbox: { approval: never, protected: ["*.secret"] }
+YAML
+prun=$(timeout 120 "$cli" runs new --agent "$tmp/prot.yaml")
+psb=$("$cli" runs show "$prun" | j 'd["sandbox"]')
+[ -n "$psb" ] && sbs+=("$psb")
+timeout 60 "$cli" exec "$psb" -- sh -c 'echo keep > /home/user/db.secret'
+timeout 60 "$cli" restart "$psb" >/dev/null
+atool() { timeout 60 "$cli" tool --agent "$tmp/prot.yaml" --run "$prun" - "$@"; }
+tap_is "$(atool write_file '{"path": "db.secret", "content": "x"}' | j 'd["data"]["error"]')" protected "an agent's own pattern: write_file refuses it"
+out=$(atool bash '{"command": "echo x > db.secret; cat db.secret"}' | j 'd["text"]')
+case $out in *keep*) tap_ok "an agent's own pattern: the kernel keeps bash from writing it" ;;
+*) tap_not_ok "an agent's own pattern: the kernel keeps bash from writing it ($out)" ;; esac
 tap_done
