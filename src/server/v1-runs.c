@@ -294,6 +294,21 @@ void ts_v1_run_new(void *ctx, struct ts_req *req)
 	}
 	if (!agent_allowed(req, srv, &a))
 		return;
+	if (sandbox) {
+		/* the runner would build a new sandbox for a run whose sandbox is gone: one the
+		 * caller names must be there now */
+		struct ts_srv_sb *e;
+
+		r = ts_srv_sandbox(srv, sandbox, &e, &err);
+		if (r == -ENOENT) {
+			ts_v1_reply_error(req, "not_found", "sandbox `%.64s` not found", sandbox);
+			return;
+		}
+		if (r < 0) {
+			ts_v1_reply_be_error(req, &err);
+			return;
+		}
+	}
 
 	struct ts_run_job *j = ts_run_job_new(TS_RUN_JOB_OPEN);
 	if (!j || (sandbox && !(j->sandbox = strdup(sandbox)))) {
@@ -327,8 +342,12 @@ static void call_done(struct ts_run_job *j, bool abandoned)
 	}
 	o = ts_tool_result_to_json(&j->res);
 	if (o && j->run)
+		/* an unknown tool takes no index: nothing of it is recorded */
 		json_object_set_new(o, "call",
-				    json_pack("{s:I, s:b, s:i}", "index", (json_int_t)j->info.index,
+				    json_pack("{s:o, s:b, s:i}", "index",
+					      j->info.index == UINT64_MAX
+						      ? json_null()
+						      : json_integer((json_int_t)j->info.index),
 					      "replayed", j->info.replayed, "attempt",
 					      (int)j->info.attempt));
 	else if (o)
