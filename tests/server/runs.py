@@ -491,12 +491,24 @@ st, res = c.result()
 t(st == 200 and "never-approved" in res.get("text", "") and
   res.get("call", {}).get("attempt", 0) >= 2,
   f"and, approved, executes again: its second attempt ({res.get('call')})")
+# SIGTERM while a call runs: it gets its bound (5 s), then is abandoned; serve does not hang
+c = Call(f"{T}/bash", {"arguments": {"command": "sleep 30; echo late"}, "call_id": "long-1"})
+a = pending(lambda a: a.get("summary") == "sleep 30; echo late")
+decide(a["id"] if a else "x", True)
+time.sleep(1)
+t0 = time.time()
 serve.send_signal(signal.SIGTERM)
 try:
     serve.wait(30)
 except subprocess.TimeoutExpired:
     pass
-t(serve.poll() == 0, f"the second serve ends cleanly on SIGTERM (exit {serve.poll()})")
+took = time.time() - t0
+c.join(20)
+t(a is not None and serve.poll() == 0 and 4 < took < 15,
+  f"SIGTERM while bash runs: serve waits its bound, abandons it and exits 0 in {took:.2f} s "
+  f"(exit {serve.poll()})")
+t(not c.is_alive() and (c.status == 503 or c.error is not None),
+  f"and that client is answered 503 or let go ({c.status} {c.error})")
 if serve.poll() != 0:
     diag(log_of(serve)[-3000:])
 finish()
