@@ -747,8 +747,11 @@ static bool is_below(int inner, const struct stat *outer)
  * A workspace and the state root must stay apart: a sandbox that could write the state
  * root (its cached seccomp filters, image layers, other sandboxes' directories) would
  * decide what the next sandbox runs. A sandbox's own $ROOT/<id>/workspace, named again
- * (`--workspace` of a durable sandbox's own), is the one way in.
+ * (`--workspace` of a durable sandbox's own), and an agent run's $ROOT/runs/<run>/workspace
+ * are the ways in.
  */
+#define RUN_ID_HEX 15 /* hex digits after the `r` of a run id (src/runner/runlog.h) */
+
 static int check_apart(const struct ts_prepared *p, int ws_fd, struct ts_error *err)
 {
 	_cleanup_close_ int root_fd = -EBADF;
@@ -771,6 +774,13 @@ static int check_apart(const struct ts_prepared *p, int ws_fd, struct ts_error *
 	if (!strncmp(p->workspace, p->paths.root, rl) && rest[0] == '/' && strchr(rest + 1, '/') &&
 	    !strcmp(strchr(rest + 1, '/'), "/workspace") &&
 	    (size_t)(strchr(rest + 1, '/') - rest - 1) == TS_ID_LEN)
+		return 0;
+	/* $ROOT/runs/<run>/workspace: an agent run's own (src/runner), which outlives its
+	 * sandboxes; runs/<run>/ holds nothing else, and the run log is $ROOT/runs.db */
+	if (!strncmp(p->workspace, p->paths.root, rl) && !strncmp(rest, "/runs/r", 7) &&
+	    strlen(rest) == 7 + RUN_ID_HEX + strlen("/workspace") &&
+	    strspn(rest + 7, "0123456789abcdef") == RUN_ID_HEX &&
+	    !strcmp(rest + 7 + RUN_ID_HEX, "/workspace"))
 		return 0;
 	return ts_err(err, -EINVAL,
 		      "workspace `%s` is inside the state root `%s`: only a sandbox's own "

@@ -147,3 +147,60 @@ int ts_toolbox_seen_get(struct ts_toolbox *t, const char *path, char *hash, size
 			struct ts_error *err);
 int ts_toolbox_seen_set(struct ts_toolbox *t, const char *path, const char *hash,
 			struct ts_error *err);
+
+/* --- globs and .gitignore rules (gitignore.c) --- */
+
+#define TS_GLOB_MAX 4096	     /* the longest glob (a longer one is -E2BIG) */
+#define TS_GITIGNORE_RULES_MAX 10000 /* rules of one .gitignore file (-E2BIG past it) */
+
+/*
+ * A glob as gitignore(5) has them: `*` and `?` do not match `/`, `[...]` (`!` or `^`
+ * negates; never `/`), `\` escapes, and `**` as a whole path component (leading, in the
+ * middle or trailing) matches any number of directories; any other `**` is a `*`.
+ * Matching is linear in the pattern times the path. ts_glob_compile: 0, -E2BIG, -ENOMEM.
+ */
+struct ts_glob;
+int ts_glob_compile(const char *pat, size_t len, struct ts_glob **ret);
+bool ts_glob_match(const struct ts_glob *g, const char *s, size_t len);
+void ts_glob_free(struct ts_glob *g);
+
+/*
+ * .gitignore rules, matched against workspace-relative paths. Files are added parents
+ * first (the root's, then deeper ones: a deeper file's rules override); base is the
+ * directory of the file ("" for the root). The syntax of gitignore(5): `#` comments,
+ * `!` negation, a trailing `/` for directories only, a leading or middle `/` anchors to
+ * base, else the pattern matches a name at any depth below base. ts_gitignore_add: 0,
+ * -E2BIG (too many rules in one file), -ENOMEM.
+ */
+struct ts_gitignore;
+struct ts_gitignore *ts_gitignore_new(void);
+void ts_gitignore_free(struct ts_gitignore *gi);
+int ts_gitignore_add(struct ts_gitignore *gi, const char *base, const char *text, size_t len);
+size_t ts_gitignore_count(const struct ts_gitignore *gi);
+/* Is path ignored: itself, or a directory it is in whose path is longer than skip bytes
+ * (the directory searched: what was asked for explicitly is searched)? */
+bool ts_gitignore_ignored(const struct ts_gitignore *gi, const char *path, bool is_dir,
+			  size_t skip);
+
+/* --- processes and their text (tool-bash.c) --- */
+
+/* Bytes as a valid UTF-8 C string (malloc'd; NULL: out of memory): every NUL and every
+ * byte that is not part of a valid sequence becomes U+FFFD; *replaced (may be NULL)
+ * counts them. */
+char *ts_tool_utf8(const void *data, size_t len, size_t *replaced);
+/* The length of data without a UTF-8 sequence cut at its end. */
+size_t ts_tool_utf8_prefix(const void *data, size_t len);
+
+/* Told each piece of a command's output; false: enough, the command is killed. */
+typedef bool (*ts_tool_out_fn)(void *userdata, enum ts_cmd_event_type stream, const uint8_t *data,
+			       size_t len);
+/*
+ * Run argv in the sandbox as t->user in cwd (NULL: the workspace), stdin /dev/null, with
+ * t's variables when with_envs, its whole process group killed at timeout_ms; output to
+ * fn (may be NULL). 0 with ret's exit_code, signal and timed_out (nothing captured) and
+ * *stopped (may be NULL) true when fn asked for the kill; -errno when the sandbox failed
+ * (-ENOENT: no such program).
+ */
+int ts_tool_exec(struct ts_toolbox *t, char *const *argv, const char *cwd,
+		 unsigned long long timeout_ms, bool with_envs, ts_tool_out_fn fn, void *userdata,
+		 struct ts_run_result *ret, bool *stopped, struct ts_error *err);

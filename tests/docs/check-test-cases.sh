@@ -30,10 +30,10 @@ if [ ! -r "$doc" ]; then
 fi
 
 cited=$({
-	grep -rhoIE --exclude-dir=corpus --exclude-dir=docs '\b[A-Z]{2}-[0-9]{2}\b' tests
+	grep -rhoIE --exclude-dir=corpus --exclude-dir=docs --exclude-dir=node_modules '\b[A-Z]{2}-[0-9]{2}\b' tests
 	grep -hoE '\b[HBRT][0-9]{1,2}\b' tests/live/hardening.py
 } | sort -u)
-is_cited() { grep -rqIw --exclude-dir=corpus --exclude-dir=docs -e "$1" tests; }
+is_cited() { grep -rqIw --exclude-dir=corpus --exclude-dir=docs --exclude-dir=node_modules -e "$1" tests; }
 
 # One line per table row: SECTION<TAB>ID<TAB>ROW, SECTION T (described) or U (not yet
 # tested). Header and separator rows are left out.
@@ -61,7 +61,7 @@ for id in $cited; do
 	elif printf '%s\n' "$untested" | grep -qxF -- "$id"; then
 		t 1 "\`$id\` is cited by a test but listed under \"Not yet tested\" in $doc"
 	else
-		where=$(grep -rlIw --exclude-dir=corpus --exclude-dir=docs -e "$id" tests | head -3 | tr '\n' ' ')
+		where=$(grep -rlIw --exclude-dir=corpus --exclude-dir=docs --exclude-dir=node_modules -e "$id" tests | head -3 | tr '\n' ' ')
 		t 1 "\`$id\` is cited by a test (${where% }) but not described in $doc"
 	fi
 done

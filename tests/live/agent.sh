@@ -19,7 +19,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-j() { python3 -c 'import json,sys; d=json.load(sys.stdin); v=eval(sys.argv[1]); print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$1"; }
+j() { python3 -c 'import json,sys; d=json.load(sys.stdin); v=eval(sys.argv[1]); print(json.dumps(v) if isinstance(v,(dict,list,tuple,bool)) or v is None else v)' "$1"; }
 
 cat >"$tmp/env.yaml" <<'YAML'
 name: env-test
@@ -27,6 +27,7 @@ sandbox:
   approval: never
   env: [TS_CANARY_NAMED]
 YAML
+export TOREN_SANDBOX=local
 export TS_CANARY_NAMED=named-canary-41 TS_CANARY_UNNAMED=unnamed-canary-42
 export E2B_API_KEY=e2b_canary_43 TOREN_SANDBOX_TOKEN=token-canary-44
 run=$(timeout 120 "$cli" runs new --agent "$tmp/env.yaml" 2>"$tmp/err")

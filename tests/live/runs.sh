@@ -19,7 +19,7 @@ cleanup() {
 trap cleanup EXIT
 
 # j EXPR < JSON: a Python expression over the document d
-j() { python3 -c 'import json,sys; d=json.load(sys.stdin); v=eval(sys.argv[1]); print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$1"; }
+j() { python3 -c 'import json,sys; d=json.load(sys.stdin); v=eval(sys.argv[1]); print(json.dumps(v) if isinstance(v,(dict,list,tuple,bool)) or v is None else v)' "$1"; }
 
 cat >"$tmp/agent.yaml" <<'YAML'
 name: resume-test
