@@ -234,8 +234,8 @@ static void open_done(struct ts_run_job *j, bool abandoned)
 		return;
 	}
 	ts_req_reply_json(req, 201,
-			  json_pack("{s:s, s:s, s:O}", "run", j->run_id, "sandbox", j->sandbox_id,
-				    "tools", j->tools ? j->tools : json_array()));
+			  json_pack("{s:s, s:s, s:o}", "run", j->run_id, "sandbox", j->sandbox_id,
+				    "tools", j->tools ? json_incref(j->tools) : json_array()));
 }
 
 void ts_v1_run_new(void *ctx, struct ts_req *req)

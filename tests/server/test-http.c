@@ -156,14 +156,20 @@ static void defer_route(void *ctx, struct ts_req *r)
 		ts_req_reply(r, 500, "text/plain", "defer", 5);
 }
 
+/* /quit: the loop ends, and the listener is freed with whatever is still deferred. */
+static void quit_route(void *ctx, struct ts_req *r)
+{
+	struct test_srv *t = ctx;
+
+	ts_req_reply(r, 200, "text/plain", "bye", 3);
+	ts_loop_quit(t->loop);
+}
+
 static const struct ts_route routes[] = {
-	{ "POST", "/echo/*", echo, NULL, 64 },
-	{ "POST", "/echo-big", echo, NULL, 0 },
-	{ "POST", "/json", json_route, NULL, 0 },
-	{ "GET", "/gone", gone_count, NULL, 0 },
-	{ "GET", "/stream/*", stream_route, NULL, 0 },
-	{ "GET", "/defer/*", defer_route, NULL, 0 },
-	{ 0 },
+	{ "POST", "/echo/*", echo, NULL, 64 },	       { "POST", "/echo-big", echo, NULL, 0 },
+	{ "POST", "/json", json_route, NULL, 0 },      { "GET", "/gone", gone_count, NULL, 0 },
+	{ "GET", "/stream/*", stream_route, NULL, 0 }, { "GET", "/defer/*", defer_route, NULL, 0 },
+	{ "GET", "/quit", quit_route, NULL, 0 },       { 0 },
 };
 
 static int serve_child(int port_pipe)
@@ -184,6 +190,9 @@ static int serve_child(int port_pipe)
 		return 1;
 	close(port_pipe);
 	ts_loop_run(t.loop, &err);
+	/* a deferred request still waiting: answered 503 here, its owner told (on_gone) */
+	ts_http_listener_free(l);
+	ts_loop_free(t.loop);
 	return 0;
 }
 
@@ -487,8 +496,27 @@ int main(void)
 		ok(answered == N, "%d connections at once, all answered (%d)", N, answered);
 	}
 
-	kill(child, SIGTERM);
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
+	/* the server stops with a reply deferred: the client gets 503, the server exits
+	 * cleanly (the deferral's owner let go of the request, nothing used after free) */
+	fd = dial();
+	send_str(fd, "GET /defer/100000 HTTP/1.1\r\nHost: x\r\n\r\n");
+	usleep(100000);
+	{
+		int fd2 = dial();
+
+		status = request(fd2, "GET /quit HTTP/1.1\r\nHost: x\r\n\r\n", buf, sizeof(buf),
+				 &body, &n);
+		close(fd2);
+	}
+	{
+		int st = read_response(fd, buf, sizeof(buf), &body, &n, &clean);
+		int ws = -1;
+
+		waitpid(child, &ws, 0);
+		ok(status == 200 && st == 503 && strstr(body, "shutting down"),
+		   "a reply still deferred when the listener goes is answered 503 (%d)", st);
+		ok(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "and the server exits cleanly (%d)", ws);
+	}
+	close(fd);
 	return exit_status();
 }
