@@ -851,9 +851,24 @@ void ts_runs_free(struct ts_runs *rs)
 		;
 	done = rs->done_head;
 	rs->done_head = rs->done_tail = NULL;
-	for (struct run_slot *s = rs->slots; s; s = s->next)
-		if (s->busy && s->head && n_running < ELEMENTSOF(running))
+	for (struct run_slot *s = rs->slots; s; s = s->next) {
+		if (s->busy && s->head && n_running < ELEMENTSOF(running)) {
 			running[n_running++] = s->head;
+			continue;
+		}
+		/* a head its worker saw only after serve began to stop never ran */
+		while (!s->busy && s->head) {
+			struct ts_run_job *j = s->head;
+
+			s->head = j->next;
+			j->next = dropped;
+			dropped = j;
+			s->n_jobs--;
+			rs->n_jobs--;
+		}
+		if (!s->head)
+			s->tail = NULL;
+	}
 	pthread_mutex_unlock(&rs->mu);
 	while (done) {
 		struct ts_run_job *j = done;
@@ -861,6 +876,14 @@ void ts_runs_free(struct ts_runs *rs)
 		done = j->next;
 		if (j->done)
 			j->done(j, false);
+		ts_run_job_free(j);
+	}
+	while (dropped) {
+		struct ts_run_job *j = dropped;
+
+		dropped = j->next;
+		if (j->done)
+			j->done(j, true);
 		ts_run_job_free(j);
 	}
 	/* abandoned: answered now; their workers still own them and end on their own */
