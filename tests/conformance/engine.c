@@ -362,6 +362,7 @@ static void cleanup(struct conf *c)
 		conf_handle_reset(&c->h[i]);
 		ts_watch_close(c->w[i]);
 		c->w[i] = NULL;
+		conf_tool_reset(c, i);
 	}
 	for (int i = 0; i < CONF_SLOTS; i++) {
 		struct ts_error err = { 0 };

@@ -46,6 +46,9 @@ struct conf {
 	pid_t pid[CONF_SLOTS];
 	uint64_t proc[CONF_SLOTS];
 	long long end_at[CONF_SLOTS]; /* what the last C_SB_INFO of a slot saw */
+	/* C_TOOL: one agent per sandbox slot for the whole scenario, as an agent keeps its
+	 * runner between calls (the file tools remember what they read) */
+	struct conf_agent *agent[CONF_SLOTS];
 	char why[2048];
 };
 
@@ -78,3 +81,4 @@ int conf_sb_step(struct conf *c, const struct conf_step *st);
 int conf_cmd_step(struct conf *c, const struct conf_step *st);
 int conf_files_step(struct conf *c, const struct conf_step *st);
 int conf_tool_step(struct conf *c, const struct conf_step *st);
+void conf_tool_reset(struct conf *c, int slot);

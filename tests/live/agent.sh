@@ -19,7 +19,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-j() { python3 -c 'import json,sys; d=json.load(sys.stdin); v=eval(sys.argv[1]); print(json.dumps(v) if isinstance(v,(dict,list,tuple,bool)) or v is None else v)' "$1"; }
+# out(d): what a bash call's command printed (its text without the `[exit code N]` line)
+j() { python3 -c 'import json,re,sys; d=json.load(sys.stdin); out=lambda d: re.sub(r"\n?\[exit code -?[0-9]+\]\s*$", "", d["text"]); v=eval(sys.argv[1]); print(json.dumps(v) if isinstance(v,(dict,list,tuple,bool)) or v is None else v)' "$1"; }
 
 cat >"$tmp/env.yaml" <<'YAML'
 name: env-test
@@ -34,7 +35,7 @@ run=$(timeout 120 "$cli" runs new --agent "$tmp/env.yaml" 2>"$tmp/err")
 tap_result $? "a run of an agent with an env allow-list ($(head -c 200 "$tmp/err"))"
 sb=$("$cli" runs show "$run" | j 'd["sandbox"]')
 [ -n "$sb" ] && sbs+=("$sb")
-out=$(timeout 120 "$cli" tool --agent "$tmp/env.yaml" --run "$run" - bash '{"command": "env"}' | j 'd["text"]')
+out=$(timeout 120 "$cli" tool --agent "$tmp/env.yaml" --run "$run" - bash '{"command": "env"}' | j 'out(d)')
 case $out in *named-canary-41*) tap_ok "a named host variable reaches the sandbox" ;;
 *) tap_not_ok "a named host variable reaches the sandbox (env: ${out:0:300})" ;; esac
 case $out in *canary-42* | *canary-43* | *canary-44*) tap_not_ok "nothing unnamed reaches it (env: ${out:0:400})" ;;
@@ -50,17 +51,17 @@ tap_result $? "an agent may not name the runtime's own credentials (${out:0:200}
 
 # approvals (the default agent gates bash)
 out=$(timeout 60 "$cli" tool --approve-cmd 'read -r a; case $a in *allowed*) exit 0;; esac; echo "not that one"; exit 1' --run "$run" - bash '{"command": "echo allowed"}')
-tap_is "$(echo "$out" | j '(d["is_error"], d["text"].strip())')" '[false, "allowed"]' "approval: the hook approves (it read the arguments on stdin)"
+tap_is "$(echo "$out" | j '(d["is_error"], out(d).strip())')" '[false, "allowed"]' "approval: the hook approves (it read the arguments on stdin)"
 out=$(timeout 60 "$cli" tool --approve-cmd 'echo "not that one"; exit 1' --run "$run" - bash '{"command": "echo denied"}')
 st=$?
 tap_is "$st/$(echo "$out" | j 'd["data"]["error"]')" "1/denied" "approval: the hook denies: a tool error"
-echo "$out" | j 'd["text"]' | grep -q 'not that one'
+echo "$out" | j 'out(d)' | grep -q 'not that one'
 tap_result $? "the denial carries the hook's reason"
 out=$(timeout 60 "$cli" tool --approve-cmd 'exit 7' "$sb" bash '{"command": "echo x"}' 2>&1)
 [ $? = 2 ] && echo "$out" | grep -q 'exit 0 to approve'
 tap_result $? "a hook that fails (exit 7) fails the call, never approves it (${out:0:200})"
 out=$(timeout 60 "$cli" tool "$sb" bash '{"command": "echo x"}' </dev/null)
-[ $? = 1 ] && echo "$out" | j 'd["text"]' | grep -q 'approval: never'
+[ $? = 1 ] && echo "$out" | j 'out(d)' | grep -q 'approval: never'
 tap_result $? "no approver and no terminal: the call fails, naming approval: never"
 tap_is "$(timeout 60 "$cli" tool "$sb" write_file '{"path": "free.txt", "content": "x"}' </dev/null | j 'd["is_error"]')" false \
 	"writes are not gated by default"
@@ -83,7 +84,7 @@ cat >"$tmp/v1.yaml" <<'YAML'
 sandbox: { approval: never, tools: 1 }
 YAML
 out=$(timeout 60 "$cli" tool --agent "$tmp/v1.yaml" "$sb" grep '{"pattern": "x"}')
-echo "$out" | j 'd["text"]' | grep -q 'version 2'
+echo "$out" | j 'out(d)' | grep -q 'version 2'
 tap_result $? "an agent pinned to tools: 1 has no grep, and is told why"
 cat >"$tmp/nosb.yaml" <<'YAML'
 sandbox: false
@@ -102,18 +103,18 @@ tap_is "$(ptool read_file '{"path": "deep/er/.env"}' | j '"SECRET=1" in d["text"
 tap_is "$(ptool write_file '{"path": "deep/er/.env", "content": "x"}' | j 'd["data"]["error"]')" protected "write_file refuses it at any depth"
 tap_is "$(ptool edit_file '{"path": "deep/er/.env", "old_string": "SECRET=1", "new_string": "x"}' | j 'd["data"]["error"]')" protected "edit_file refuses it"
 tap_is "$(ptool write_file '{"path": "new/id_rsa", "content": "k"}' | j 'd["data"]["error"]')" protected "write_file refuses a new file that matches"
-out=$(ptool bash '{"command": "echo hacked > deep/er/.env; echo st=$?; cat deep/er/.env"}' | j 'd["text"]')
+out=$(ptool bash '{"command": "echo hacked > deep/er/.env; echo st=$?; cat deep/er/.env"}' | j 'out(d)')
 case $out in *st=0*) tap_not_ok "bash cannot write an existing protected file ($out)" ;;
 *SECRET=1*) tap_ok "bash cannot write an existing protected file (the kernel refuses)" ;;
 *) tap_not_ok "bash cannot write an existing protected file ($out)" ;; esac
-out=$(ptool bash '{"command": "rm -f deep/er/.env; mv /dev/null deep/er/.env 2>&1; test -s deep/er/.env && echo still-there"}' | j 'd["text"]')
+out=$(ptool bash '{"command": "rm -f deep/er/.env; mv /dev/null deep/er/.env 2>&1; test -s deep/er/.env && echo still-there"}' | j 'out(d)')
 case $out in *still-there*) tap_ok "bash cannot delete or replace it either" ;;
 *) tap_not_ok "bash cannot delete or replace it either ($out)" ;; esac
 # the documented rule for a match made after the start: writable until the next start
-out=$(ptool bash '{"command": "echo A > later.pem && echo B >> later.pem && cat later.pem"}' | j 'd["text"]')
+out=$(ptool bash '{"command": "echo A > later.pem && echo B >> later.pem && cat later.pem"}' | j 'out(d)')
 tap_is "$(echo "$out" | tr '\n' ' ')" "A B " "a match bash makes after the start is writable until the next start (documented)"
 timeout 60 "$cli" restart "$pid" >/dev/null
-out=$(ptool bash '{"command": "echo C >> later.pem; cat later.pem"}' | j 'd["text"]')
+out=$(ptool bash '{"command": "echo C >> later.pem; cat later.pem"}' | j 'out(d)')
 case $out in *C*) tap_not_ok "after a restart it is protected like any other ($out)" ;;
 *) tap_ok "after a restart it is protected like any other" ;; esac
 
@@ -128,7 +129,7 @@ timeout 60 "$cli" exec "$psb" -- sh -c 'echo keep > /home/user/db.secret'
 timeout 60 "$cli" restart "$psb" >/dev/null
 atool() { timeout 60 "$cli" tool --agent "$tmp/prot.yaml" --run "$prun" - "$@"; }
 tap_is "$(atool write_file '{"path": "db.secret", "content": "x"}' | j 'd["data"]["error"]')" protected "an agent's own pattern: write_file refuses it"
-out=$(atool bash '{"command": "echo x > db.secret; cat db.secret"}' | j 'd["text"]')
+out=$(atool bash '{"command": "echo x > db.secret; cat db.secret"}' | j 'out(d)')
 case $out in *keep*) tap_ok "an agent's own pattern: the kernel keeps bash from writing it" ;;
 *) tap_not_ok "an agent's own pattern: the kernel keeps bash from writing it ($out)" ;; esac
 tap_done

@@ -19,7 +19,8 @@ cleanup() {
 trap cleanup EXIT
 
 # j EXPR < JSON: a Python expression over the document d
-j() { python3 -c 'import json,sys; d=json.load(sys.stdin); v=eval(sys.argv[1]); print(json.dumps(v) if isinstance(v,(dict,list,tuple,bool)) or v is None else v)' "$1"; }
+# out(d): what a bash call's command printed (its text without the `[exit code N]` line)
+j() { python3 -c 'import json,re,sys; d=json.load(sys.stdin); out=lambda d: re.sub(r"\n?\[exit code -?[0-9]+\]\s*$", "", d["text"]); v=eval(sys.argv[1]); print(json.dumps(v) if isinstance(v,(dict,list,tuple,bool)) or v is None else v)' "$1"; }
 
 cat >"$tmp/agent.yaml" <<'YAML'
 name: resume-test
@@ -112,7 +113,7 @@ tap_is "$keys" "run True True True ['k:c0', 'k:c1', 'k:w0', 'k:w1']" "export: th
 # a removed sandbox is rebuilt around the run's workspace
 timeout 60 "$cli" rm -f "$sb" >/dev/null 2>&1
 out=$(tool - bash '{"command": "cat notes/w0.txt"}')
-tap_is "$(echo "$out" | j 'd["text"].strip()')" "written once" "sandbox removed: the next call rebuilds it around the run's workspace"
+tap_is "$(echo "$out" | j 'out(d).strip()')" "written once" "sandbox removed: the next call rebuilds it around the run's workspace"
 sb2=$("$cli" runs show "$run" | j 'd["sandbox"]')
 [ -n "$sb2" ] && sbs+=("$sb2")
 [ -n "$sb2" ] && [ "$sb2" != "$sb" ]
