@@ -32,7 +32,7 @@ static void usage(FILE *f)
 	      "  --tokens-file FILE  access tokens (without: any caller, loopback only)\n"
 	      "  --add-token NAME    add a token to --tokens-file, print its secret once, exit\n"
 	      "  --scopes LIST       the new token's scopes: sandboxes:read, sandboxes:run,\n"
-	      "                      files:read, files:write (comma-separated)\n"
+	      "                      files:read, files:write, approvals (comma-separated)\n"
 	      "  --e2b-key KEY       also map this E2B API key (X-API-KEY) to the new token\n"
 	      "  --quiet             print nothing when listening\n"
 	      "  -h, --help          show this help\n"

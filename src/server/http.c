@@ -9,8 +9,10 @@
  * the route's on_data), then once more with nothing: the handler runs and queues exactly
  * one reply. A streamed reply is a content-reader callback over the stream's queue: when
  * the queue is empty the connection is suspended (MHD polls nothing for it) and a write,
- * end or abort resumes it. completed() ends every request, whatever happened: it runs the
- * stream's on_close and frees everything.
+ * end or abort resumes it. A deferred reply suspends the connection in the handler; the
+ * later whole reply is queued on the suspended connection (MHD allows that at any moment)
+ * and resumes it. completed() ends every request, whatever happened: it runs the stream's
+ * on_close or the deferral's on_gone and frees everything.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -51,6 +53,7 @@ struct ts_http_listener {
 	bool local;
 	bool resumed;		   /* a connection was resumed: MHD must run to pick it up */
 	struct ts_stream *streams; /* open ones, to abort at shutdown */
+	struct ts_req *deferred;   /* suspended awaiting their reply, to answer at shutdown */
 };
 
 struct hdr {
@@ -77,6 +80,10 @@ struct ts_req {
 	void (*free_userdata)(void *);
 	struct ts_stream *stream;
 	char peer[64];
+	bool deferred; /* suspended until its reply; in the listener's list */
+	void (*on_gone)(void *userdata);
+	void *gone_userdata;
+	struct ts_req *dprev, *dnext;
 };
 
 struct ts_stream {
@@ -148,10 +155,29 @@ static const struct ts_route *route_find(struct ts_http_listener *l, const char 
 
 /* --- requests ------------------------------------------------------------------------ */
 
+static void defer_unlink(struct ts_req *r)
+{
+	if (!r->deferred)
+		return;
+	r->deferred = false;
+	if (r->dprev)
+		r->dprev->dnext = r->dnext;
+	else
+		r->l->deferred = r->dnext;
+	if (r->dnext)
+		r->dnext->dprev = r->dprev;
+	r->dprev = r->dnext = NULL;
+}
+
 static void req_free(struct ts_req *r)
 {
 	if (!r)
 		return;
+	if (r->deferred) {
+		defer_unlink(r);
+		if (r->on_gone)
+			r->on_gone(r->gone_userdata);
+	}
 	if (r->free_userdata)
 		r->free_userdata(r->userdata);
 	for (unsigned i = 0; i < HTTP_MAX_PARAMS; i++)
@@ -340,6 +366,29 @@ static int queue(struct ts_req *r, unsigned status, const char *content_type,
 		return -EIO;
 	r->replied = true;
 	r->status = status;
+	if (r->deferred) {
+		/* queued on the suspended connection: resuming it sends the reply (the idle
+		 * hook runs MHD for it) */
+		defer_unlink(r);
+		MHD_resume_connection(r->conn);
+		r->l->resumed = true;
+	}
+	return 0;
+}
+
+int ts_req_defer(struct ts_req *r, void (*on_gone)(void *userdata), void *userdata)
+{
+	if (r->replied || r->deferred || r->stream)
+		return -EALREADY;
+	r->deferred = true;
+	r->on_gone = on_gone;
+	r->gone_userdata = userdata;
+	r->dprev = NULL;
+	r->dnext = r->l->deferred;
+	if (r->dnext)
+		r->dnext->dprev = r;
+	r->l->deferred = r;
+	MHD_suspend_connection(r->conn);
 	return 0;
 }
 
@@ -636,8 +685,10 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		reply_plain_error(r, 413, msg);
 		return MHD_YES;
 	}
+	if (r->deferred)
+		return MHD_YES; /* resumed by its reply, which is queued already */
 	r->route->handle(l->ctx, r);
-	if (!r->replied)
+	if (!r->replied && !r->deferred)
 		reply_plain_error(r, 500, "the handler gave no reply");
 	return MHD_YES;
 }
@@ -864,9 +915,26 @@ void ts_http_listener_free(struct ts_http_listener *l)
 {
 	if (!l)
 		return;
-	/* MHD must not stop with suspended connections: end every stream first */
+	/* MHD must not stop with suspended connections: end every stream first, and answer
+	 * every deferred request (its owner hears on_gone first and lets go of it) */
 	for (struct ts_stream *s = l->streams; s; s = s->next)
 		ts_stream_abort(s);
+	while (l->deferred) {
+		struct ts_req *r = l->deferred;
+		void (*gone)(void *) = r->on_gone;
+
+		r->on_gone = NULL;
+		if (gone)
+			gone(r->gone_userdata);
+		if (r->deferred)
+			reply_plain_error(r, 503, "the server is shutting down");
+		if (r->deferred) { /* no reply could be queued: resume it all the same, for
+				    * MHD_stop_daemon to close it (never to run the handler again) */
+			r->replied = true;
+			defer_unlink(r);
+			MHD_resume_connection(r->conn);
+		}
+	}
 	ts_loop_del_fd(l->watch);
 	ts_loop_del_timer(l->timer);
 	if (l->d) {

@@ -6,8 +6,9 @@
  * thread, no blocking on a client. A listener has a route table; a route's handler gets a
  * request whose body is already in (bounded, TS_HTTP_BODY_MAX unless the route says
  * otherwise) or, for a route with `begin`, streams it in. A handler answers exactly once:
- * a whole reply (ts_req_reply*), or a stream (ts_req_stream) it feeds from loop callbacks
- * until it ends or aborts it. This is the only file set that includes <microhttpd.h>,
+ * a whole reply (ts_req_reply*), a stream (ts_req_stream) it feeds from loop callbacks
+ * until it ends or aborts it, or later (ts_req_defer, then a whole reply from a loop
+ * callback). This is the only file set that includes <microhttpd.h>,
  * except the multipart upload of /files, which uses MHD's post processor
  * (ts_req_mhd_connection).
  */
@@ -108,6 +109,17 @@ int ts_req_reply_take(struct ts_req *r, unsigned status, const char *content_typ
 		      size_t len);
 /* json is stolen (json_decref'd); application/json. */
 int ts_req_reply_json(struct ts_req *r, unsigned status, json_t *json);
+
+/*
+ * Answer later: called by the handler instead of replying, it suspends the connection
+ * (MHD neither reads nor times it out meanwhile) until a whole reply (ts_req_reply*) made
+ * from a loop callback resumes it; the request and its body stay valid until then. A
+ * client that leaves meanwhile is noticed only when that reply is sent. When the request
+ * ends without that reply (the listener is freed: serve stops), on_gone(userdata) runs
+ * once, the layer answers 503 itself, and the caller must not touch the request again.
+ * -EALREADY when the request is answered or deferred already.
+ */
+int ts_req_defer(struct ts_req *r, void (*on_gone)(void *userdata), void *userdata);
 
 /* --- streamed replies ------------------------------------------------------------------ */
 

@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "control.h"
 #include "paths.h"
+#include "runs.h"
 #include "server.h"
 #include "tokens.h"
 #include "envd-fs.h"
@@ -242,6 +243,9 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 	r = ts_control_start(&srv, err);
 	if (r < 0)
 		goto out;
+	r = ts_runs_new(&srv, &srv.runs, err);
+	if (r < 0)
+		goto out;
 
 	r = ts_http_listen(srv.loop, o->listen, o->listen_fd, control_tables, fallback_not_found,
 			   &srv, &srv.control, err);
@@ -274,6 +278,8 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 			 ts_http_listener_addr(srv.envd));
 	r = ts_loop_run(srv.loop, err);
 out:
+	/* before the listeners: it answers the requests it deferred */
+	ts_runs_free(srv.runs);
 	ts_control_stop(&srv);
 	ts_http_listener_free(srv.unix_control);
 	ts_http_listener_free(srv.envd);

@@ -22,6 +22,7 @@
 #include "meta.h"
 
 struct ts_tokens;
+struct ts_runs;
 
 struct ts_serve_opts {
 	const char *listen;	 /* control plane + /v1 ("127.0.0.1:3000") */
@@ -49,6 +50,7 @@ struct ts_srv {
 	struct ts_srv_sb *sbs; /* open sandbox handles, by id (srv_sandbox) */
 	struct ts_loop_timer *reaper;
 	struct ts_envd_fs *fs; /* envd-fs.c's polling watchers (ts_envd_fs_free) */
+	struct ts_runs *runs;  /* the agent runner's workers and approvals (runs.h) */
 };
 
 /* Run serve until SIGINT/SIGTERM. 0, or -errno with err. */

@@ -26,6 +26,7 @@ enum {
 	SCOPE_SANDBOXES_RUN = 1U << 1,
 	SCOPE_FILES_READ = 1U << 2,
 	SCOPE_FILES_WRITE = 1U << 3,
+	SCOPE_APPROVALS = 1U << 4,
 };
 
 /* Each scope is its own bit and no bit is set by another's name: nothing is implied. */
@@ -37,6 +38,7 @@ static const struct {
 	{ TS_SCOPE_SANDBOXES_RUN, SCOPE_SANDBOXES_RUN },
 	{ TS_SCOPE_FILES_READ, SCOPE_FILES_READ },
 	{ TS_SCOPE_FILES_WRITE, SCOPE_FILES_WRITE },
+	{ TS_SCOPE_APPROVALS, SCOPE_APPROVALS },
 };
 
 struct ts_token {
@@ -203,7 +205,7 @@ static int parse_line(const char *line, size_t len, const char *origin, unsigned
 	if (parse_scopes(field[2], flen[2], &tok->scopes, bad, sizeof(bad)) < 0)
 		return ts_err(err, -EINVAL,
 			      "`%s`:%u: token `%s`: unknown scope `%s` (sandboxes:read, "
-			      "sandboxes:run, files:read, files:write)",
+			      "sandboxes:run, files:read, files:write, approvals)",
 			      origin, lineno, tok->name, bad);
 	tok->has_e2b = nf == 4;
 	if (tok->has_e2b && !parse_hash(field[3], flen[3], "e2b-key-sha256:", tok->e2b_hash))

@@ -12,8 +12,9 @@
  * NAME is 1-64 of [A-Za-z0-9._-], unique. The hash is SHA-256 of the secret as the
  * client sends it; the secret itself is never stored, compared or logged (a secret made
  * by ts_tokens_add has 256 random bits, so an unsalted hash is as strong as any KDF).
- * SCOPE is one of sandboxes:read, sandboxes:run, files:read, files:write; no scope
- * implies another (running code always needs sandboxes:run by name). The optional
+ * SCOPE is one of sandboxes:read, sandboxes:run, files:read, files:write, approvals; no
+ * scope implies another (running code always needs sandboxes:run by name; deciding an
+ * agent's gated calls needs approvals, which an agent's own sandboxes:run token lacks). The optional
  * e2b-key-sha256 field maps an E2B API key (X-API-KEY) to the token: either secret then
  * authenticates as NAME.
  *
@@ -41,6 +42,7 @@ struct ts_tokens;
 #define TS_SCOPE_SANDBOXES_RUN "sandboxes:run"
 #define TS_SCOPE_FILES_READ "files:read"
 #define TS_SCOPE_FILES_WRITE "files:write"
+#define TS_SCOPE_APPROVALS "approvals"
 
 /*
  * Load the tokens file at path (NULL: no file, an empty set that accepts any key).

@@ -168,7 +168,7 @@ static int body_on_data(void *userdata, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static int body_begin(struct ts_req *req, size_t max)
+int ts_v1_body_begin(struct ts_req *req, size_t max)
 {
 	struct body *b = calloc(1, sizeof(*b));
 
@@ -182,7 +182,7 @@ static int body_begin(struct ts_req *req, size_t max)
 
 static int begin_json(void *ctx, struct ts_req *req)
 {
-	return body_begin(req, TS_HTTP_BODY_MAX);
+	return ts_v1_body_begin(req, TS_HTTP_BODY_MAX);
 }
 
 const uint8_t *ts_v1_body(struct ts_req *req, size_t *len)
@@ -890,6 +890,13 @@ const struct ts_route ts_v1_routes[] = {
 	{ "GET", "/v1/sandboxes/*/processes", h_processes, begin_json, 0 },
 	{ "POST", "/v1/sandboxes/*/processes/*/kill", h_kill, begin_json, 0 },
 	{ "POST", "/v1/sandboxes/*/processes/*/stdin", h_stdin, begin_json, 0 },
+	{ "POST", "/v1/sandboxes/*/tools/*", ts_v1_sandbox_tool, ts_v1_tools_begin,
+	  TS_V1_TOOL_BODY_MAX },
+	{ "POST", "/v1/runs", ts_v1_run_new, begin_json, 0 },
+	{ "POST", "/v1/runs/*/tools/*", ts_v1_run_tool, ts_v1_tools_begin, TS_V1_TOOL_BODY_MAX },
+	{ "GET", "/v1/runs/*/events", ts_v1_run_events, begin_json, 0 },
+	{ "GET", "/v1/approvals", ts_v1_approvals, begin_json, 0 },
+	{ "POST", "/v1/approvals/*", ts_v1_approval_decide, begin_json, 0 },
 	/* last: every other /v1 path and method */
 	{ NULL, "/v1/**", h_fallback, begin_json, 0 },
 	{ 0 },

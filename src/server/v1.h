@@ -16,6 +16,7 @@
 #define TS_V1_ARGV_MAX 4096		/* arguments of a command */
 #define TS_V1_ENVS_MAX 1024		/* envs of a command or sandbox, metadata pairs */
 #define TS_V1_STRING_MAX (64U << 10)	/* one argument, env value, path, ... */
+#define TS_V1_TOOL_BODY_MAX (17U << 20) /* a tool call (write_file's content: 16 MiB) */
 
 /* The OpenAPI 3.1 document of /v1 (src/server/openapi-v1.json, embedded at build time). */
 extern const char ts_v1_openapi_json[];
@@ -37,6 +38,18 @@ void ts_v1_commands(void *ctx, struct ts_req *req);
 void ts_v1_file_get(void *ctx, struct ts_req *req);
 int ts_v1_file_put_begin(void *ctx, struct ts_req *req);
 void ts_v1_file_put(void *ctx, struct ts_req *req);
+/* The agent runner's routes (v1-runs.c). */
+void ts_v1_run_new(void *ctx, struct ts_req *req);
+void ts_v1_run_tool(void *ctx, struct ts_req *req);
+void ts_v1_run_events(void *ctx, struct ts_req *req);
+void ts_v1_sandbox_tool(void *ctx, struct ts_req *req);
+void ts_v1_approvals(void *ctx, struct ts_req *req);
+void ts_v1_approval_decide(void *ctx, struct ts_req *req);
+int ts_v1_tools_begin(void *ctx, struct ts_req *req);
+
+/* Take the request's body (route.begin), at most max bytes (past it ts_v1_authorized
+ * answers 413). */
+int ts_v1_body_begin(struct ts_req *req, size_t max);
 
 /* {"error":{"code":code,"message":msg}} */
 json_t *ts_v1_error_json(const char *code, const char *msg);

@@ -92,14 +92,14 @@ int main(void)
 	ts_tokens_free(t);
 
 	/* every combination of scopes: each is granted exactly when named; run is never
-	 * implied by the other three, alone or together */
-	for (unsigned m = 1; m < 16; m++) {
+	 * implied by the others, alone or together */
+	for (unsigned m = 1; m < 32; m++) {
 		static const char *const names[] = { "sandboxes:read", "sandboxes:run",
-						     "files:read", "files:write" };
+						     "files:read", "files:write", "approvals" };
 		char scopes[128] = "";
 		bool good = true;
 
-		for (unsigned b = 0; b < 4; b++)
+		for (unsigned b = 0; b < 5; b++)
 			if (m & (1U << b)) {
 				if (*scopes)
 					strcat(scopes, ",");
@@ -111,7 +111,7 @@ int main(void)
 			ok(0, "scopes `%s` parse: %s", scopes, err.msg);
 			continue;
 		}
-		for (unsigned b = 0; b < 4; b++) {
+		for (unsigned b = 0; b < 5; b++) {
 			r = ts_tokens_check(t, "abc", names[b], &err);
 			if (r != ((m & (1U << b)) ? 0 : -EPERM))
 				good = false;
