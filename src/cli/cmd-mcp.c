@@ -36,8 +36,9 @@ static void usage(FILE *f)
 	      "  -q, --quiet         print only errors to stderr\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
-	      "Without --sandbox, --run defaults to `new`: the run's sandbox is made on its first\n"
-	      "call. A gated call (bash under `approval: always`) asks the client (MCP\n"
+	      "Without --sandbox and --run, the session has a run of its own: begun at the start,\n"
+	      "finished at the end (`reap` then stops its sandbox; its workspace and log stay).\n"
+	      "A gated call (bash under `approval: always`) asks the client (MCP\n"
 	      "elicitation), else --approve-cmd, else it is denied.\n",
 	      f);
 }
@@ -127,7 +128,11 @@ int ts_subcmd_mcp(int argc, char **argv)
 		fputs("toren-sandbox mcp: --approve-cmd needs a command\n", stderr);
 		return 2;
 	}
-	if (!a.sandbox && !a.run)
+	/* a run of this session alone: nothing can resume it (a client that starts us again
+	 * begins another), so it is finished when the session ends and `reap` stops its
+	 * sandbox; the run's workspace and log stay */
+	bool own_run = !a.sandbox && !a.run;
+	if (own_run)
 		a.run = "new";
 	if (isatty(STDOUT_FILENO) && !quiet)
 		fputs("toren-sandbox mcp: stdout is a terminal, but this speaks MCP (JSON-RPC) to "
@@ -160,6 +165,14 @@ int ts_subcmd_mcp(int argc, char **argv)
 	if (!quiet && ts_runner_run_id(a.runner)[0])
 		fprintf(stderr, "toren-sandbox mcp: run %s\n", ts_runner_run_id(a.runner));
 	r = ts_mcp_serve(m, a.runner, &err);
+	if (own_run) {
+		struct ts_error ferr = { 0 };
+		if (ts_runlog_run_finish(a.log, ts_runner_run_id(a.runner), &ferr) < 0)
+			ts_cli_error("mcp", &ferr);
+		else if (!quiet)
+			fprintf(stderr, "toren-sandbox mcp: run %s finished\n",
+				ts_runner_run_id(a.runner));
+	}
 	ts_agent_cli_close(&a);
 	if (r < 0) {
 		ts_cli_error("mcp", &err);

@@ -295,8 +295,15 @@ int ts_runner_open(const struct ts_runner_opts *o, struct ts_runner **ret, struc
 
 	if (r->sandbox_id[0]) {
 		k = connect_sandbox(r, r->sandbox_id, err);
-		if (k < 0 && !(r->log && ts_be_code(err) == TS_BE_NOT_FOUND))
+		/* a resumed run rebuilds a sandbox that is gone; a sandbox named for a new run
+		 * must be there (the run begun for it ends at once) */
+		if (k < 0 && !(o->run_id && ts_be_code(err) == TS_BE_NOT_FOUND)) {
+			if (r->log && !o->run_id) {
+				struct ts_error e = { 0 };
+				(void)ts_runlog_run_finish(r->log, r->run_id, &e);
+			}
 			return ts_err_prefix(err, k, "sandbox %s", r->sandbox_id);
+		}
 		if (k < 0 && (k = rebuild(r, UINT64_MAX, "its sandbox was gone", err)) < 0)
 			return k;
 		/* a new run on a sandbox it was given records it */

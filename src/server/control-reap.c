@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "control.h"
+#include "runner.h"
 #include "meta.h"
 #include "metrics.h"
 #include "util.h"
@@ -137,11 +138,25 @@ void ts_control_reap(struct ts_srv *srv)
 	ts_meta_sbs_free(v, n);
 }
 
+/* Once a minute, the agent runs' part of reap (runner.h): the sandboxes of finished runs
+ * and the runner's orphans stop, as `toren-sandbox reap` does it. */
+static void reap_runs(struct ts_srv *srv)
+{
+	struct ts_error err = { 0 };
+	unsigned failed = 0;
+
+	if (++srv->runs_reap_ticks < TS_CONTROL_RUNS_REAP_TICKS)
+		return;
+	srv->runs_reap_ticks = 0;
+	(void)ts_runner_reap_default(srv->be, false, NULL, NULL, &failed, &err);
+}
+
 static void tick(void *userdata)
 {
 	struct ts_srv *srv = userdata;
 
 	ts_control_reap(srv);
+	reap_runs(srv);
 	ts_loop_timer_set(srv->reaper, ts_loop_now(srv->loop) + TS_CONTROL_TICK_MS);
 }
 

@@ -11,9 +11,10 @@
 
 #include "server.h"
 
-#define TS_CONTROL_TICK_MS 1000	  /* the reaper's period */
-#define TS_CONTROL_SAMPLE_MS 5000 /* metrics samples of a running sandbox */
-#define TS_CONTROL_TIMEOUT_S 300  /* a create or resume without timeout */
+#define TS_CONTROL_TICK_MS 1000	      /* the reaper's period */
+#define TS_CONTROL_RUNS_REAP_TICKS 60 /* ticks between two rounds of the runs' reap */
+#define TS_CONTROL_SAMPLE_MS 5000     /* metrics samples of a running sandbox */
+#define TS_CONTROL_TIMEOUT_S 300      /* a create or resume without timeout */
 #define TS_CONTROL_ENVD_VERSION "0.6.13"
 
 /* Arm the reaper on srv->loop (srv->reaper). 0 or -errno. */
