@@ -532,3 +532,26 @@ mode_t ts_umask(void)
 	m = strtoul(line + 7, &end, 8);
 	return end == line + 7 || m > 0777 ? 022 : (mode_t)m;
 }
+
+bool ts_json_depth_ok(const char *p, size_t n, unsigned limit)
+{
+	unsigned depth = 0;
+	bool in_str = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in_str) {
+			if (p[i] == '\\')
+				i++;
+			else if (p[i] == '"')
+				in_str = false;
+		} else if (p[i] == '"') {
+			in_str = true;
+		} else if (p[i] == '{' || p[i] == '[') {
+			if (++depth > limit)
+				return false;
+		} else if ((p[i] == '}' || p[i] == ']') && depth) {
+			depth--;
+		}
+	}
+	return true;
+}

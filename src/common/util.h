@@ -49,6 +49,10 @@ int ts_parse_duration_ms(const char *s, unsigned long long *ret);
 /* True when s is a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*, 1..255 chars. */
 bool ts_env_name_valid(const char *s);
 
+/* Is the JSON text p[0..n) nested at most limit levels deep (strings skipped)? A cheap
+ * check before parsing: jansson's own bound (2048) is far deeper than any request needs. */
+bool ts_json_depth_ok(const char *p, size_t n, unsigned limit);
+
 /*
  * May fd be handed to a process in a sandbox as one of its standard streams? Not a
  * directory and not an O_PATH fd: either would be a handle on the host's tree outside

@@ -139,31 +139,6 @@ static json_t *text_json(const char *text, size_t max)
 	return json_stringn(out, o);
 }
 
-/* Is JSON text nested at most limit levels deep (strings skipped)? jansson's own bound
- * (2048) is far deeper than any request needs. */
-static bool depth_ok(const char *p, size_t n, unsigned limit)
-{
-	unsigned depth = 0;
-	bool in_str = false;
-
-	for (size_t i = 0; i < n; i++) {
-		if (in_str) {
-			if (p[i] == '\\')
-				i++;
-			else if (p[i] == '"')
-				in_str = false;
-		} else if (p[i] == '"') {
-			in_str = true;
-		} else if (p[i] == '{' || p[i] == '[') {
-			if (++depth > limit)
-				return false;
-		} else if ((p[i] == '}' || p[i] == ']') && depth) {
-			depth--;
-		}
-	}
-	return true;
-}
-
 /* --- output ---------------------------------------------------------------------------- */
 
 /* One message, one line (compact JSON escapes every control character: no newline
@@ -385,7 +360,7 @@ static int next_msg(struct ts_mcp *m, int timeout_ms, json_t **msg, enum msg_kin
 		n--;
 	if (strspn(line, " \t\r") == n)
 		return 1;
-	if (!depth_ok(line, n, TS_MCP_DEPTH_MAX)) {
+	if (!ts_json_depth_ok(line, n, TS_MCP_DEPTH_MAX)) {
 		logf_(m, "a message nested deeper than %d levels was refused", TS_MCP_DEPTH_MAX);
 		send_error(m, NULL, RPC_PARSE_ERROR, "JSON nested deeper than %d levels",
 			   TS_MCP_DEPTH_MAX);

@@ -251,25 +251,7 @@ const uint8_t *ts_req_body(const struct ts_req *r, size_t *len)
 
 bool ts_http_json_depth_ok(const uint8_t *p, size_t n, unsigned limit)
 {
-	unsigned depth = 0;
-	bool in_str = false;
-
-	for (size_t i = 0; i < n; i++) {
-		if (in_str) {
-			if (p[i] == '\\')
-				i++;
-			else if (p[i] == '"')
-				in_str = false;
-		} else if (p[i] == '"') {
-			in_str = true;
-		} else if (p[i] == '{' || p[i] == '[') {
-			if (++depth > limit)
-				return false;
-		} else if ((p[i] == '}' || p[i] == ']') && depth) {
-			depth--;
-		}
-	}
-	return true;
+	return ts_json_depth_ok((const char *)p, n, limit);
 }
 
 json_t *ts_req_json(struct ts_req *r, struct ts_error *err)
