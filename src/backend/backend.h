@@ -422,6 +422,8 @@ int ts_xfer_read_start(struct ts_sb *sb, const char *path, const char *user, str
 int ts_xfer_write_start(struct ts_sb *sb, const char *path, const char *user, int mode,
 			struct ts_xfer **ret, struct ts_error *err);
 int ts_xfer_fd(const struct ts_xfer *x);
+/* What to poll ts_xfer_fd for before the next step (or the push it refused): ready once
+ * there is something to do, also when that step sent all that was queued. */
 short ts_xfer_events(const struct ts_xfer *x);
 /* Read: 1 with data, 0 not now, 2 done (the whole file came), -errno. Write: 0 not done,
  * 2 done, -errno. */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,7 @@ struct local_xfer {
 	char path[PATH_MAX];
 	uint64_t off;	       /* read: next offset expected; write: bytes sent */
 	bool done, finished;   /* done: the whole file; finished (write): END sent */
+	bool refused;	       /* write: the last push was refused (-EAGAIN) */
 	struct ts_ctl_msg cur; /* read: the message data points into */
 };
 
@@ -312,18 +314,31 @@ static struct local_xfer *lx(const struct ts_xfer *x)
 int ts_local_xfer_start(struct ts_sb *sb, const char *path, const char *user, bool write, int mode,
 			struct ts_xfer *x, struct ts_error *err)
 {
+	struct ts_ctl_client *c = NULL;
+	int r;
+
+	if (strlen(path) >= PATH_MAX)
+		return ts_err(err, -ENAMETOOLONG, "path too long");
+	r = ts_local_file_conn(sb, user, &c, err);
+	if (r < 0)
+		return r;
+	return ts_local_xfer_open(c, path, write, mode, x, err);
+}
+
+int ts_local_xfer_open(struct ts_ctl_client *c, const char *path, bool write, int mode,
+		       struct ts_xfer *x, struct ts_error *err)
+{
 	_cleanup_free_ struct local_xfer *l = calloc(1, sizeof(*l));
 	struct ts_ctl_msg m = { 0 };
 	int r;
 
-	if (!l)
-		return ts_err(err, -ENOMEM, "out of memory");
-	if (strlen(path) >= sizeof(l->path))
-		return ts_err(err, -ENAMETOOLONG, "path too long");
+	if (!l || strlen(path) >= sizeof(l->path)) {
+		ts_ctl_client_free(c);
+		return l ? ts_err(err, -ENAMETOOLONG, "path too long")
+			 : ts_err(err, -ENOMEM, "out of memory");
+	}
 	snprintf(l->path, sizeof(l->path), "%s", path);
-	r = ts_local_file_conn(sb, user, &l->c, err);
-	if (r < 0)
-		return r;
+	l->c = c;
 	ts_ctl_msg_init(&m, TS_CTL_FILE, write ? TS_FILE_WRITE : TS_FILE_READ);
 	r = ts_ctl_put_u64(&m, TS_T_OP, write ? TS_FILE_WRITE : TS_FILE_READ);
 	if (r == 0)
@@ -348,9 +363,18 @@ int ts_local_xfer_fd(const struct ts_xfer *x)
 	return lx(x)->c->fd;
 }
 
+/*
+ * POLLIN for the sandbox's answer, POLLOUT while bytes wait to be sent, and POLLOUT after
+ * a refused push until one is taken: a step may send the whole queue (the worker reads as
+ * fast as it comes), and then nothing else would wake a caller that waits to push the
+ * rest, since the worker answers only after END. The socket is writable then: the wait
+ * ends at once and the push goes.
+ */
 short ts_local_xfer_events(const struct ts_xfer *x)
 {
-	return ts_ctl_client_events(lx(x)->c);
+	const struct local_xfer *l = lx(x);
+
+	return (short)(ts_ctl_client_events(l->c) | (l->refused ? POLLOUT : 0));
 }
 
 /* The first DATA field. */
@@ -429,7 +453,8 @@ int ts_local_xfer_push(struct ts_xfer *x, const void *data, size_t len, bool fin
 
 	if (!x->write || l->finished)
 		return ts_err(err, -EINVAL, "not a write in progress");
-	if (!finish && l->c->q.bytes > TS_XFER_QUEUE_MAX)
+	l->refused = !finish && l->c->q.bytes > TS_XFER_QUEUE_MAX;
+	if (l->refused)
 		return -EAGAIN;
 	if (finish) {
 		ts_ctl_msg_init(&m, TS_CTL_END, TS_FILE_WRITE);

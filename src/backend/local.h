@@ -100,6 +100,10 @@ int ts_local_file_rename(struct ts_sb *sb, const char *from, const char *to, con
 			 struct ts_error *err);
 int ts_local_xfer_start(struct ts_sb *sb, const char *path, const char *user, bool write, int mode,
 			struct ts_xfer *x, struct ts_error *err);
+/* The same on a file connection already made (its first request not sent yet); c is the
+ * transfer's from now, freed on failure too (tests/backend drives it on a socketpair). */
+int ts_local_xfer_open(struct ts_ctl_client *c, const char *path, bool write, int mode,
+		       struct ts_xfer *x, struct ts_error *err);
 int ts_local_xfer_fd(const struct ts_xfer *x);
 short ts_local_xfer_events(const struct ts_xfer *x);
 int ts_local_xfer_step(struct ts_xfer *x, const uint8_t **data, size_t *len, struct ts_error *err);

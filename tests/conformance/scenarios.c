@@ -23,6 +23,13 @@
 /* a sandbox of this run in slot n, and its end */
 #define NEW(n) { .op = C_SB_CREATE, .sb = (n), .meta = RUN_META }
 #define KILL(n) { .op = C_SB_KILL, .sb = (n) }
+/* ts_file_write of n bytes, then ts_file_read of the same */
+#define BIG(n)                                                                              \
+	{ .op = C_WRITE, .sb = 0, .path = "/home/user/large", .data = D_BYTES, .size = (n) }, \
+	{                                                                                   \
+		.op = C_READ, .sb = 0, .path = "/home/user/large",                          \
+		.expect = { .data = D_BYTES, .size = (n) }                                  \
+	}
 #define SEQ_LINES 131072 /* `seq -f %07g 0 131071`: 1 MiB, every 8-byte line unique */
 #define SEQ_1MIB SH("seq -f %07g 0 131071")
 /* clang-format on */
@@ -1054,6 +1061,26 @@ const struct conf_scenario conf_scenarios[] = {
 			  .argv = SH("cat /home/user/rel.txt; stat -c ' %U' /home/user/rel.txt"),
 			  .expect = { .out = "relative user\n" } },
 			KILL(0)),
+	},
+	{
+		.name = "files.large",
+		.what = "files of 1 to 16 MiB written and read back whole, again and again (a lost "
+			"wake-up once stalled writes of some MiB)",
+		.steps = STEPS(NEW(0), BIG(1 << 20), BIG(3 << 20), BIG(3000000), BIG(3 << 20),
+			       BIG(3000000), BIG(8 << 20), BIG(8 << 20), BIG(16 << 20),
+			       BIG(16 << 20),
+			       { .op = C_WRITE,
+				 .sb = 0,
+				 .path = "/home/user/large",
+				 .data = D_BYTES,
+				 .size = 3 << 20,
+				 .stream_io = true },
+			       { .op = C_READ,
+				 .sb = 0,
+				 .path = "/home/user/large",
+				 .stream_io = true,
+				 .expect = { .data = D_BYTES, .size = 3 << 20 } },
+			       KILL(0)),
 	},
 	{
 		.name = "files.modes",
