@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent-text.h"
 #include "agentcli.h"
 #include "cli.h"
 
@@ -13,8 +14,21 @@ int ts_agent_cli_open(const char *cmd, struct ts_agent_cli *a)
 	struct ts_error err = { 0 };
 	int r;
 
-	r = a->agent_file ? ts_agent_load(a->agent_file, &a->agent, &err)
-			  : ts_agent_default(&a->agent, &err);
+	/* a run resumed without --agent goes on with the configuration it was begun with */
+	bool resume = a->run && strcmp(a->run, "new") != 0;
+	if (a->run && (r = ts_runlog_open_default(&a->log, &err)) < 0)
+		goto fail;
+	if (a->agent_file) {
+		r = ts_agent_load(a->agent_file, &a->agent, &err);
+	} else if (resume) {
+		struct ts_run_rec rec = { 0 };
+		r = ts_runlog_run_get(a->log, a->run, &rec, &err);
+		if (r == 0)
+			r = ts_agent_from_record(rec.agent_json, &a->agent, &err);
+		ts_run_rec_clear(&rec);
+	} else {
+		r = ts_agent_default(&a->agent, &err);
+	}
 	if (r < 0)
 		goto fail;
 	/* --backend and TOREN_SANDBOX win over the agent's own choice */
@@ -23,8 +37,6 @@ int ts_agent_cli_open(const char *cmd, struct ts_agent_cli *a)
 	else
 		r = ts_backend_open(NULL, &a->backend, &err);
 	if (r < 0)
-		goto fail;
-	if (a->run && (r = ts_runlog_open_default(&a->log, &err)) < 0)
 		goto fail;
 	if (!a->approver) {
 		if (a->approve_cmd) {

@@ -365,6 +365,22 @@ static const char *pattern_body(const char *p)
 	return p;
 }
 
+/* What find and grep search must be there: a missing one is not_found, not "no matches".
+ * 0 when it is a directory (*is_dir) or another file; 1 with res filled; -errno. */
+static int search_root(struct ts_toolbox *t, const char *abs, const char *rel, bool *is_dir,
+		       struct ts_tool_result *res, struct ts_error *err)
+{
+	_cleanup_(ts_be_entry_clear) struct ts_be_entry e = { 0 };
+	int r = ts_file_stat(t->sb, abs, t->user, &e, err);
+
+	if (r < 0) {
+		r = ts_ws_fail(t, r, "search", rel[0] ? rel : ".", res, err);
+		return r < 0 ? r : 1;
+	}
+	*is_dir = e.type == TS_BE_DIR;
+	return 0;
+}
+
 static int tool_find(struct ts_toolbox *t, json_t *args, struct ts_tool_result *res,
 		     struct ts_error *err)
 {
@@ -394,6 +410,14 @@ static int tool_find(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 	r = ts_ws_resolve(t, path ? path : "", TS_WS_DIR, &abs, &rel, res, err);
 	if (r)
 		return r < 0 ? r : 0;
+	bool is_dir = false;
+	if ((r = search_root(t, abs, rel, &is_dir, res, err)))
+		return r < 0 ? r : 0;
+	if (!is_dir)
+		return ts_tool_fail(res, "not_a_directory",
+				    "find searches a directory; `%s` is a file (read it with "
+				    "read_file)",
+				    rel);
 	r = load_ignores(t, abs, rel, &gi, err);
 	if (r < 0)
 		return r;
@@ -677,6 +701,9 @@ static int tool_grep(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 	r = ts_ws_resolve(t, path ? path : "", path && path[0] ? 0 : TS_WS_DIR, &abs, &rel, res,
 			  err);
 	if (r)
+		return r < 0 ? r : 0;
+	bool is_dir = false;
+	if ((r = search_root(t, abs, rel, &is_dir, res, err)))
 		return r < 0 ? r : 0;
 	r = load_ignores(t, abs, rel, &gi, err);
 	if (r < 0)

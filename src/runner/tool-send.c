@@ -317,6 +317,12 @@ static int tool_send_file(struct ts_toolbox *t, json_t *args, struct ts_tool_res
 	r = ts_ws_resolve(t, path, 0, &abs, &rel, res, err);
 	if (r)
 		return r < 0 ? r : 0;
+	/* a protected file is a secret: the agent may read it, it never leaves */
+	if (ts_ws_protected(t, rel))
+		return ts_tool_fail(res, "protected",
+				    "`%s` is protected (a secret: .env, keys, credentials, or a "
+				    "pattern of the policy): it can be read but is never sent",
+				    rel);
 	r = ts_file_stat(t->sb, abs, t->user, &st, err);
 	if (r < 0)
 		return ts_ws_fail(t, r, "send", rel, res, err);

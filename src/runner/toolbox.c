@@ -9,26 +9,6 @@
 #include "cleanup.h"
 #include "tools-internal.h"
 
-const char *const ts_tool_default_protected[] = {
-	".env",
-	".env.*",
-	"*.pem",
-	"*.key",
-	"id_rsa",
-	"id_dsa",
-	"id_ecdsa",
-	"id_ed25519",
-	".netrc",
-	".pgpass",
-	".git-credentials",
-	".npmrc",
-	".pypirc",
-	"credentials",
-	"*.p12",
-	"*.pfx",
-	NULL,
-};
-
 static const struct ts_tool_def *const tools[] = {
 	&ts_tool_bash,	    &ts_tool_read_file, &ts_tool_write_file,  &ts_tool_edit_file,
 	&ts_tool_find,	    &ts_tool_grep,	&ts_tool_bash_output, &ts_tool_bash_stop,

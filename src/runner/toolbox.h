@@ -39,11 +39,12 @@ struct ts_tool_memory {
 };
 
 struct ts_toolbox_opts {
-	struct ts_sb *sb;		 /* borrowed; ts_toolbox_set_sandbox swaps it */
-	unsigned version;		 /* tool-set version: 1 or 2 */
-	const char *workspace;		 /* absolute, inside the sandbox; NULL: /home/user */
-	const char *user;		 /* NULL: the sandbox's default user */
-	char *const *protected_patterns; /* every pattern, the built-in ones included */
+	struct ts_sb *sb;      /* borrowed; ts_toolbox_set_sandbox swaps it */
+	unsigned version;      /* tool-set version: 1 or 2 */
+	const char *workspace; /* absolute, inside the sandbox; NULL: /home/user */
+	const char *user;      /* NULL: the sandbox's default user */
+	char *const
+		*protected_patterns; /* every pattern (the runner: its policies and the agent's) */
 	size_t n_protected;
 	const struct ts_kv *envs; /* the variables bash may see (the allow-list's values) */
 	size_t n_envs;
@@ -51,9 +52,6 @@ struct ts_toolbox_opts {
 	const char *outbox_dir;	 /* a host directory */
 	struct ts_tool_memory memory;
 };
-
-/* The built-in protected patterns: .env, .env.*, private keys, credential files. */
-extern const char *const ts_tool_default_protected[];
 
 struct ts_tool_result {
 	bool is_error;

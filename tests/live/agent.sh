@@ -49,10 +49,15 @@ out=$(timeout 60 "$cli" tool --agent "$tmp/cred.yaml" "$sb" bash '{"command": "t
 [ $? = 2 ] && echo "$out" | grep -q E2B_API_KEY
 tap_result $? "an agent may not name the runtime's own credentials (${out:0:200})"
 
-# approvals (the default agent gates bash)
-out=$(timeout 60 "$cli" tool --approve-cmd 'read -r a; case $a in *allowed*) exit 0;; esac; echo "not that one"; exit 1' --run "$run" - bash '{"command": "echo allowed"}')
+out=$(timeout 60 "$cli" tool --run "$run" - bash '{"command": "echo as-begun"}' </dev/null)
+tap_is "$(echo "$out" | j 'out(d).strip()')" as-begun "a run resumed without --agent goes on with its recorded configuration (approval: never)"
+
+# approvals: a run of the default agent, which gates bash (a run resumed without --agent
+# goes on with the configuration it was begun with)
+arun=$(timeout 120 "$cli" runs new --sandbox "$sb")
+out=$(timeout 60 "$cli" tool --approve-cmd 'read -r a; case $a in *allowed*) exit 0;; esac; echo "not that one"; exit 1' --run "$arun" - bash '{"command": "echo allowed"}')
 tap_is "$(echo "$out" | j '(d["is_error"], out(d).strip())')" '[false, "allowed"]' "approval: the hook approves (it read the arguments on stdin)"
-out=$(timeout 60 "$cli" tool --approve-cmd 'echo "not that one"; exit 1' --run "$run" - bash '{"command": "echo denied"}')
+out=$(timeout 60 "$cli" tool --approve-cmd 'echo "not that one"; exit 1' --run "$arun" - bash '{"command": "echo denied"}')
 st=$?
 tap_is "$st/$(echo "$out" | j 'd["data"]["error"]')" "1/denied" "approval: the hook denies: a tool error"
 echo "$out" | j 'out(d)' | grep -q 'not that one'
@@ -65,7 +70,7 @@ out=$(timeout 60 "$cli" tool "$sb" bash '{"command": "echo x"}' </dev/null)
 tap_result $? "no approver and no terminal: the call fails, naming approval: never"
 tap_is "$(timeout 60 "$cli" tool "$sb" write_file '{"path": "free.txt", "content": "x"}' </dev/null | j 'd["is_error"]')" false \
 	"writes are not gated by default"
-"$cli" runs export "$run" | python3 -c '
+"$cli" runs export "$arun" | python3 -c '
 import json, sys
 ev = [json.loads(l) for l in sys.stdin]
 ap = [e["data"] for e in ev if e["type"] == "event" and e["event"] == "approval"]

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+#include "policy.h"
 #include "toolbox.h"
 
 static int forget_get(void *u, const char *path, char *hash, size_t len, struct ts_error *err)
@@ -32,7 +34,7 @@ int main(int argc, char **argv)
 	struct ts_backend *b = NULL;
 	struct ts_sb *sb = NULL;
 	struct ts_toolbox *tb[3] = { NULL }; /* v1, v2, v2 remembering */
-	size_t np = 0;
+	struct ts_policy pol = { 0 };
 	char *line = NULL;
 	size_t cap = 0;
 
@@ -40,8 +42,11 @@ int main(int argc, char **argv)
 		fputs("usage: tool-driver ID\n", stderr);
 		return 2;
 	}
-	while (ts_tool_default_protected[np])
-		np++;
+	/* the protected patterns the runner uses: the default policy's */
+	if (ts_policy_load(&pol, TS_SOURCE_POLICYDIR "/default.yaml", &err) < 0) {
+		fprintf(stderr, "tool-driver: %s\n", err.msg);
+		return 2;
+	}
 	if (ts_backend_open("local", &b, &err) < 0 ||
 	    ts_sb_connect(b, argv[1], -1, &sb, &err) < 0) {
 		fprintf(stderr, "tool-driver: %s\n", err.msg);
@@ -51,8 +56,8 @@ int main(int argc, char **argv)
 		struct ts_toolbox_opts o = {
 			.sb = sb,
 			.version = i == 0 ? 1 : 2,
-			.protected_patterns = (char *const *)ts_tool_default_protected,
-			.n_protected = np,
+			.protected_patterns = pol.protected_patterns,
+			.n_protected = pol.n_protected,
 		};
 		if (i < 2)
 			o.memory = (struct ts_tool_memory){ forget_get, forget_set, NULL };
