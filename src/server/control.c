@@ -563,6 +563,10 @@ static void handle_create(void *ctx, struct ts_req *req)
 		goto oom;
 	o.envs = envs;
 	o.metadata = meta;
+	/* a `network` object asks for egress (issue 11): the local sandbox's, which never
+	 * reaches private addresses; its rules (allowOut, denyOut, ...) are stored and echoed,
+	 * not applied. allow_internet_access alone does not: every 2.45 SDK sends it true */
+	o.network = json_is_object(json_object_get(b, "network"));
 	text = json_dumps(b, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!text)
 		goto oom;
