@@ -6,6 +6,8 @@
  * is killed: its count is then a lower bound.
  */
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +215,89 @@ static int load_ignores(struct ts_toolbox *t, const char *abs, const char *rel,
 	return 0;
 }
 
+/* --- the search's own command ------------------------------------------------------ */
+
+#define EXEC_GRACE_MS 15000 /* past its timeout, how long a search may take to end */
+#define KILL_GRACE_MS 5000  /* after a kill, how long its end may take to come */
+
+/*
+ * The search command is started before the .gitignore files are looked for, so that its
+ * walk and theirs run at once: its output waits in the sandbox (back-pressure) until the
+ * rules are loaded and search_wait reads it. search_wait is ts_tool_exec's loop.
+ */
+static int search_start(struct ts_toolbox *t, char **argv, struct ts_cmd **ret,
+			unsigned long long *deadline, struct ts_error *err)
+{
+	struct ts_cmd_opts o = {
+		.argv = argv,
+		.cwd = "/",
+		.user = t->user,
+		.timeout_ms = SEARCH_TIMEOUT_MS,
+	};
+
+	*deadline = ts_now_ms() + SEARCH_TIMEOUT_MS + EXEC_GRACE_MS;
+	return ts_cmd_start(t->sb, &o, ret, NULL, NULL, err);
+}
+
+/* A search left before its end (the rules could not be loaded, a failure): killed. */
+static void search_abandonp(struct ts_cmd **c)
+{
+	if (!*c)
+		return;
+	ts_cmd_signal_self(*c, SIGKILL, NULL);
+	ts_cmd_close(*c);
+}
+
+static int search_wait(struct ts_cmd *c, const char *name, unsigned long long deadline,
+		       ts_tool_out_fn fn, void *userdata, struct ts_run_result *ret, bool *stopped,
+		       struct ts_error *err)
+{
+	bool killed = false;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	*stopped = false;
+	for (;;) {
+		struct ts_cmd_event ev;
+		unsigned long long now = ts_now_ms();
+
+		if (now >= deadline) {
+			if (killed)
+				return ts_err(err, -ETIMEDOUT,
+					      "the sandbox did not report the end of `%s` after it "
+					      "was killed",
+					      name);
+			ts_cmd_signal_self(c, SIGKILL, NULL);
+			killed = true;
+			ret->timed_out = true;
+			deadline = now + KILL_GRACE_MS;
+			continue;
+		}
+		r = ts_cmd_wait_event(
+			c, &ev, (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now), err);
+		if (r == -ETIMEDOUT) {
+			ts_err_clear(err);
+			continue;
+		}
+		if (r < 0)
+			return r;
+		if (ev.type == TS_CMD_EV_START)
+			continue;
+		if (ev.type == TS_CMD_EV_END) {
+			ret->exit_code = ev.exit_code;
+			ret->signal = ev.signal;
+			ret->timed_out = ret->timed_out || ev.timed_out;
+			return 0;
+		}
+		if (killed || fn(userdata, ev.type, ev.data, ev.len))
+			continue;
+		ts_cmd_signal_self(c, SIGKILL, NULL);
+		killed = true;
+		*stopped = true;
+		deadline = ts_now_ms() + KILL_GRACE_MS;
+	}
+}
+
 /* --- results ------------------------------------------------------------------------- */
 
 struct results {
@@ -418,6 +503,13 @@ static int tool_find(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 				    "find searches a directory; `%s` is a file (read it with "
 				    "read_file)",
 				    rel);
+	char *argv[] = { "find",   abs,	 "-mindepth", "1",	  "-name", ".git",
+			 "-prune", "-o", "-printf",   "%y %P\\0", NULL };
+	_cleanup_(search_abandonp) struct ts_cmd *c = NULL;
+	unsigned long long deadline;
+	r = search_start(t, argv, &c, &deadline, err);
+	if (r < 0)
+		return ts_err_prefix(err, r, "find");
 	r = load_ignores(t, abs, rel, &gi, err);
 	if (r < 0)
 		return r;
@@ -434,9 +526,9 @@ static int tool_find(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 		free(s);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
-	char *argv[] = { "find",   abs,	 "-mindepth", "1",	  "-name", ".git",
-			 "-prune", "-o", "-printf",   "%y %P\\0", NULL };
-	r = ts_tool_exec(t, argv, "/", SEARCH_TIMEOUT_MS, false, find_add, s, &rr, &stopped, err);
+	r = search_wait(c, "find", deadline, find_add, s, &rr, &stopped, err);
+	if (r == 0)
+		ts_cmd_close(TAKE_PTR(c)); /* ended */
 	if (r == 0 && s->oom)
 		r = ts_err(err, -ENOMEM, "out of memory");
 	if (r < 0)
@@ -705,6 +797,26 @@ static int tool_grep(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 	bool is_dir = false;
 	if ((r = search_root(t, abs, rel, &is_dir, res, err)))
 		return r < 0 ? r : 0;
+	char *argv[16];
+	size_t k = 0;
+	argv[k++] = "grep";
+	argv[k++] = "-rnIH";
+	argv[k++] = "-E";
+	argv[k++] = "--null";
+	argv[k++] = "--color=never";
+	argv[k++] = "--exclude-dir=.git";
+	if (include)
+		argv[k++] = include;
+	argv[k++] = "-e";
+	argv[k++] = (char *)pattern;
+	argv[k++] = "--";
+	argv[k++] = abs;
+	argv[k] = NULL;
+	_cleanup_(search_abandonp) struct ts_cmd *c = NULL;
+	unsigned long long deadline;
+	r = search_start(t, argv, &c, &deadline, err);
+	if (r < 0)
+		return ts_err_prefix(err, r, "grep");
 	r = load_ignores(t, abs, rel, &gi, err);
 	if (r < 0)
 		return r;
@@ -727,22 +839,9 @@ static int tool_grep(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 	s->abs_len = strlen(abs);
 	s->rel = rel;
 	s->out = &out;
-	char *argv[16];
-	size_t k = 0;
-	argv[k++] = "grep";
-	argv[k++] = "-rnIH";
-	argv[k++] = "-E";
-	argv[k++] = "--null";
-	argv[k++] = "--color=never";
-	argv[k++] = "--exclude-dir=.git";
-	if (include)
-		argv[k++] = include;
-	argv[k++] = "-e";
-	argv[k++] = (char *)pattern;
-	argv[k++] = "--";
-	argv[k++] = abs;
-	argv[k] = NULL;
-	r = ts_tool_exec(t, argv, "/", SEARCH_TIMEOUT_MS, false, grep_add, s, &rr, &stopped, err);
+	r = search_wait(c, "grep", deadline, grep_add, s, &rr, &stopped, err);
+	if (r == 0)
+		ts_cmd_close(TAKE_PTR(c)); /* ended */
 	if (r == 0 && s->oom)
 		r = ts_err(err, -ENOMEM, "out of memory");
 	if (r < 0)
