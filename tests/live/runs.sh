@@ -132,6 +132,23 @@ grep -q "\"$sb2\"" "$tmp/reap.json" && grep -q run-finished "$tmp/reap.json"
 tap_result $? "reap stops the finished run's sandbox ($(head -c 300 "$tmp/reap.json"))"
 st=$("$cli" inspect "$sb2" 2>/dev/null | j 'd.get("state")')
 tap_is "$st" stopped "its sandbox is stopped, not removed"
+# an orphan: a sandbox the runner made (label toren.agent) in no run of the log, older than
+# a day (its creation time is set back in state.db: waiting a day is not a test)
+orphan=$(timeout 60 "$cli" create --label toren.agent=gone --label toren.run=r0123456789abcde | tail -n 1)
+[ -n "$orphan" ] && sbs+=("$orphan")
+young=$(timeout 60 "$cli" create --label toren.agent=gone --label toren.run=r0123456789abcde | tail -n 1)
+[ -n "$young" ] && sbs+=("$young")
+python3 - "${TOREN_SANDBOX_ROOT:-$HOME/.toren/sandboxes}/state.db" "$orphan" <<'PY'
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], timeout=10)
+db.execute("UPDATE sandboxes SET created_ms = ? WHERE id = ?", (int(time.time() * 1000) - 2 * 86400 * 1000, sys.argv[2]))
+db.commit()
+PY
+timeout 120 "$cli" reap --json >"$tmp/reap3.json" 2>&1
+grep -q "\"$orphan\"" "$tmp/reap3.json" && grep -q '"orphan"' "$tmp/reap3.json"
+tap_result $? "reap stops the runner's orphan older than a day ($(head -c 300 "$tmp/reap3.json"))"
+! grep -q "\"$young\"" "$tmp/reap3.json"
+tap_result $? "... but not a younger one"
 other=$(timeout 60 "$cli" create | tail -n 1)
 [ -n "$other" ] && sbs+=("$other")
 timeout 120 "$cli" reap --json >"$tmp/reap2.json" 2>&1
