@@ -55,6 +55,8 @@ static void store_close(struct store *s)
 	s->fd = s->lock = -EBADF;
 }
 
+/* Open the store (with create: made when missing, and locked: for writers only, since
+ * index.json is replaced by a rename and readers always see a whole one). */
 static int store_open(const char *root, bool create, struct store *s, struct ts_error *err)
 {
 	s->fd = s->lock = -EBADF;
@@ -67,6 +69,9 @@ static int store_open(const char *root, bool create, struct store *s, struct ts_
 			return ts_err_errno(err, r, "create `%s`", s->dir);
 	}
 	s->fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->fd < 0 && errno == ENOENT)
+		return ts_err(err, -ENOENT,
+			      "no image store `%s` yet (see `toren-sandbox image import`)", s->dir);
 	if (s->fd < 0)
 		return ts_err_errno(err, -errno, "open image store `%s`", s->dir);
 	if (create) {
@@ -77,6 +82,8 @@ static int store_open(const char *root, bool create, struct store *s, struct ts_
 			if (mkdirat(s->fd, sub[i], 0700) < 0 && errno != EEXIST)
 				return ts_err_errno(err, -errno, "create `%s/%s`", s->dir, sub[i]);
 	}
+	if (!create)
+		return 0;
 	s->lock = openat(s->fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (s->lock < 0)
 		return ts_err_errno(err, -errno, "open `%s/lock`", s->dir);
@@ -371,6 +378,8 @@ static uint64_t du_at(int at, const char *name, int depth)
 	closedir(d);
 	return sum;
 }
+
+static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size_t *removed);
 
 struct import {
 	struct store *s;
@@ -802,6 +811,13 @@ int ts_oci_import(const char *root, const char *src, const char *name, uint64_t 
 	r = store_open(root, true, &s, err);
 	if (r < 0)
 		goto out;
+	/* under the lock no other import runs: what is in tmp/ was left by a killed one */
+	{
+		uint64_t freed = 0;
+		size_t removed = 0;
+
+		sweep(s.fd, "tmp", NULL, &freed, &removed);
+	}
 	im.layers = json_array();
 	if (!im.layers) {
 		r = ts_err(err, -ENOMEM, "out of memory");
@@ -861,8 +877,14 @@ int ts_oci_list(const char *root, json_t **ret, struct ts_error *err)
 	struct store s;
 	json_t *idx = NULL, *out, *e;
 	const char *name;
-	int r = store_open(root, true, &s, err);
+	int r = store_open(root, false, &s, err);
 
+	if (r == -ENOENT) {
+		ts_err_clear(err);
+		store_close(&s);
+		*ret = json_array();
+		return *ret ? 0 : ts_err(err, -ENOMEM, "out of memory");
+	}
 	if (r < 0) {
 		store_close(&s);
 		return r;
@@ -904,7 +926,7 @@ int ts_oci_inspect(const char *root, const char *name, json_t **ret, struct ts_e
 	json_t *idx = NULL, *e, *out = NULL, *layers, *l, *man = NULL, *cfg = NULL;
 	char path[128];
 	size_t i;
-	int r = store_open(root, true, &s, err);
+	int r = store_open(root, false, &s, err);
 
 	if (r < 0 || (r = lookup(&s, name, &idx, &e, err)) < 0)
 		goto out;
@@ -957,7 +979,7 @@ int ts_oci_env(const char *root, const char *name, char *buf, size_t len, size_t
 	const char *hex;
 	char path[128];
 	size_t i, count = 0;
-	int r = store_open(root, true, &s, err);
+	int r = store_open(root, false, &s, err);
 
 	*used = 0;
 	if (r < 0 || (r = lookup(&s, name, &idx, &e, err)) < 0)
@@ -1094,7 +1116,7 @@ int ts_oci_lowers(const char *root, const char *name, char (*lowers)[4096], size
 	struct store s;
 	json_t *idx = NULL, *e, *ls;
 	size_t count;
-	int r = store_open(root, true, &s, err);
+	int r = store_open(root, false, &s, err);
 
 	*n = 0;
 	if (r < 0 || (r = lookup(&s, name, &idx, &e, err)) < 0)

@@ -164,6 +164,9 @@ def main():
 
 
 def run_tests(work):
+    r = ts("image", "ls", "--json")
+    t(r.returncode == 0 and json.loads(r.stdout or "null") == [], "image ls of an empty store: []") \
+        or diag(r.stdout + r.stderr)
     # 1. a two-layer image: a whiteout and an opaque directory over the base
     lay = Layout(f"{work}/oci")
     upper = [(".wh.gone.txt", "file", b"", 0o644),
@@ -334,6 +337,33 @@ def run_tests(work):
         or diag(r.stderr)
     leftovers = [x for x in os.listdir(f"{root}/images/oci/tmp")]
     t(leftovers == [], "a refused layer leaves nothing in tmp/") or diag(leftovers)
+
+    # a killed import leaves no half layer in use, and the next import cleans up after it
+    slow = Layout(f"{work}/slow")
+    slow.index([slow.image([busybox_base() + [(f"z{i}", "file", b"\0" * (16 << 20), 0o644)
+                                              for i in range(12)]])])
+    p = subprocess.Popen([cli, "image", "import", f"oci:{work}/slow", "slow"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    import time
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(
+            x.startswith("layer-") for x in os.listdir(f"{root}/images/oci/tmp")):
+        time.sleep(0.01)
+    p.kill()
+    p.wait()
+    layers_now = os.listdir(f"{root}/images/oci/layers/sha256")
+    t(p.returncode == -9 and "slow" not in ts("image", "ls").stdout
+      and os.listdir(f"{root}/images/oci/tmp") != [],
+      "an import killed while unpacking records no name (its work stays in tmp/)") \
+        or diag(f"rc {p.returncode} tmp {os.listdir(root + '/images/oci/tmp')}")
+    r = ts("image", "import", f"oci:{work}/slow", "slow")
+    t(r.returncode == 0 and os.listdir(f"{root}/images/oci/tmp") == []
+      and len(os.listdir(f"{root}/images/oci/layers/sha256")) == len(layers_now) + 1,
+      "the next import cleans tmp/ and installs the whole layer") or diag(r.stderr)
+    r = sh("slow", "wc -c < /z11")
+    t(r.stdout.strip() == str(16 << 20), "and the layer is complete") or diag(r.stdout + r.stderr)
+    ts("image", "rm", "slow")
+    ts("image", "prune")
 
     # 7. docker-archive
     base_gz, base_raw = tar_bytes(busybox_base(), compress=False)
