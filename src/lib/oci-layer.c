@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <nettle/sha2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -441,5 +442,64 @@ out_free:
 	for (size_t i = 0; i < u.n_opaque; i++)
 		free(u.opaque[i]);
 	free(u.opaque);
+	return r;
+}
+
+int ts_layer_diff_id(int fd, uint64_t max_bytes, char *hex, struct ts_error *err)
+{
+	struct ts_libarchive L = { 0 };
+	__typeof__(archive_read_support_format_raw) *raw;
+	struct archive *a;
+	struct archive_entry *e;
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	uint64_t total = 0;
+	char *buf = NULL;
+	la_ssize_t n;
+	int r;
+
+	if (!max_bytes)
+		max_bytes = 16ULL << 30;
+	r = ts_libarchive_load(&L, err);
+	if (r < 0)
+		return r;
+	*(void **)&raw = dlsym(L.dl, "archive_read_support_format_raw");
+	a = raw ? L.read_new() : NULL;
+	buf = malloc(65536);
+	if (!a || !buf) {
+		r = ts_err(err, raw ? -ENOMEM : -ENOPKG, "%s",
+			   raw ? "out of memory" : "libarchive has no raw format");
+		goto out;
+	}
+	ts_libarchive_enable_filters(&L, a);
+	raw(a);
+	if (L.open_fd(a, fd, 64 * 1024) != ARCHIVE_OK || L.next_header(a, &e) != ARCHIVE_OK) {
+		r = ts_err(err, -EINVAL, "layer is unreadable: %s",
+			   L.error_string(a) ? L.error_string(a) : "damaged");
+		goto out;
+	}
+	sha256_init(&h);
+	while ((n = L.read_data(a, buf, 65536)) > 0) {
+		total += (uint64_t)n;
+		if (total > max_bytes) {
+			r = ts_err(err, -EFBIG, "layer unpacks to more than %llu bytes",
+				   (unsigned long long)max_bytes);
+			goto out;
+		}
+		sha256_update(&h, (size_t)n, (const uint8_t *)buf);
+	}
+	if (n < 0) {
+		r = ts_err(err, -EIO, "decompress layer: %s",
+			   L.error_string(a) ? L.error_string(a) : "damaged");
+		goto out;
+	}
+	sha256_digest(&h, sizeof(d), d);
+	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+out:
+	free(buf);
+	if (a)
+		L.read_free(a);
+	dlclose(L.dl);
 	return r;
 }

@@ -48,3 +48,9 @@ struct ts_layer_stats {
  * skipped, each told to o->warn) or -errno (-EFBIG past a bound). */
 int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_layer_stats *st,
 		    struct ts_error *err);
+
+/*
+ * The sha256 (hex, 65 bytes) of the archive open as fd once decompressed: an OCI layer's
+ * diff_id. -EFBIG past max_bytes decompressed (0: 16 GiB). 0 or -errno.
+ */
+int ts_layer_diff_id(int fd, uint64_t max_bytes, char *hex, struct ts_error *err);

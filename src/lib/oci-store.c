@@ -229,8 +229,14 @@ static int fetch_blob(struct store *s, const struct source *src, const char *pat
 			      path, src->shown);
 	if (in < 0)
 		return ts_err_errno(err, in, "blob `%s` in `%s`", path, src->shown);
-	snprintf(tmpl, sizeof(tmpl), "tmp");
-	out = openat(s->fd, tmpl, O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	out = openat(s->fd, "tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (out < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		/* no O_TMPFILE here: a named file, unlinked at once */
+		snprintf(tmpl, sizeof(tmpl), "tmp/blob-%d-%p", (int)getpid(), (void *)&out);
+		out = openat(s->fd, tmpl, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out >= 0)
+			unlinkat(s->fd, tmpl, 0);
+	}
 	if (out < 0)
 		return ts_err_errno(err, -errno, "temporary file in `%s/tmp`", s->dir);
 	r = hash_copy(in, out, max, hex, &size);
@@ -590,7 +596,7 @@ static int import_layout(struct import *im, const char *ref, const char *name, c
 			 char *digest, size_t len, struct ts_error *err)
 {
 	_cleanup_free_ char *itext = NULL, *mtext = NULL, *ctext = NULL;
-	json_t *idx = NULL, *desc = NULL, *man = NULL, *cfg = NULL, *ls, *l;
+	json_t *idx = NULL, *desc = NULL, *man = NULL, *cfg = NULL, *ls, *l, *diffs;
 	const char *mhex, *chex;
 	char path[128];
 	json_error_t jerr;
@@ -634,6 +640,14 @@ static int import_layout(struct import *im, const char *ref, const char *name, c
 		       &ctext, &cfg, err);
 	if (r < 0)
 		goto out;
+	diffs = json_object_get(json_object_get(cfg, "rootfs"), "diff_ids");
+	if (!json_is_array(diffs) || json_array_size(diffs) != json_array_size(ls)) {
+		r = ts_err(
+			err, -EBADMSG,
+			"`%s`: the config's rootfs.diff_ids do not list the manifest's %zu layers",
+			im->src.shown, json_array_size(ls));
+		goto out;
+	}
 	json_array_foreach(ls, i, l) {
 		const char *lhex = digest_hex(json_string_value(json_object_get(l, "digest")));
 		json_t *size = json_object_get(l, "size");
@@ -651,6 +665,26 @@ static int import_layout(struct import *im, const char *ref, const char *name, c
 		if (fd < 0) {
 			r = fd;
 			goto out;
+		}
+		/* the config's diff_id: the digest of the layer decompressed */
+		{
+			const char *want = digest_hex(json_string_value(json_array_get(diffs, i)));
+			char got[65];
+
+			r = ts_layer_diff_id(fd, im->max_bytes, got, err);
+			if (r == 0 && (!want || strcmp(got, want) != 0))
+				r = ts_err(err, -EBADMSG,
+					   "`%s`: layer sha256:%s decompresses to sha256:%s, its "
+					   "config's diff_id says %s; refusing the image",
+					   im->src.shown, lhex, got,
+					   json_string_value(json_array_get(diffs, i))
+						   ?: "nothing");
+			if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+				r = ts_err_errno(err, -errno, "seek");
+			if (r < 0) {
+				close(fd);
+				goto out;
+			}
 		}
 		r = add_layer(im, fd, lhex, err);
 		close(fd);

@@ -14,8 +14,8 @@
  *                         layers/ when complete, so a killed import leaves no half layer in
  *                         use (only a tmp/ entry, removed by the next import or prune)
  *   lock                  flock(2): imports, rm and prune take it exclusively
- * Every blob is checked against its sha256 digest (and its size) before use: a mismatch
- * is refused. The layer blobs are not kept once unpacked.
+ * Every blob is checked against its sha256 digest (and its size) before use, and each
+ * layer, decompressed, against its config's diff_id: a mismatch is refused. The layer blobs are not kept once unpacked.
  */
 #include <jansson.h>
 #include <stdbool.h>
