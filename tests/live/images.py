@@ -25,8 +25,8 @@ import sys
 import tarfile
 import tempfile
 
-cli = os.environ["TS_CLI"]
-root = os.environ["TOREN_SANDBOX_ROOT"]
+cli = os.environ.get("TS_CLI", "toren-sandbox")
+root = os.environ.get("TOREN_SANDBOX_ROOT", "")
 n = 0
 failed = 0
 BUSYBOX = shutil.which("busybox") or "/bin/busybox"
@@ -450,4 +450,5 @@ def run_tests(work):
       "image prune deletes every unreferenced layer and blob") or diag(r.stdout + r.stderr)
 
 
-main()
+if __name__ == "__main__":
+    main()
