@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "oci-store.h"
 #include "sandbox.h"
 #include "sbstatus.h"
 #include "util.h"
@@ -200,14 +201,14 @@ static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o,
 	co.protected_patterns = (char **)o->protected_patterns;
 	co.network = o->network;
 	/* "base" and no template: the default image; else an image directory, named by its
-	 * absolute path. Any other name is a template this backend does not have (E2B: 404) */
+	 * absolute path, or an image of the local store (`image import`). Any other name is a
+	 * template this backend does not have (E2B: 404) */
 	if (o->template_id && *o->template_id && strcmp(o->template_id, "base") != 0) {
-		if (o->template_id[0] != '/')
-			return ts_err(
-				err, -ENOENT,
-				"no template `%.128s`: the local backend has `base` and image "
-				"directories by absolute path",
-				o->template_id);
+		if (o->template_id[0] != '/' && !ts_oci_has(l->paths.root, o->template_id))
+			return ts_err(err, -ENOENT,
+				      "no template `%.128s`: the local backend has `base`, image "
+				      "directories by absolute path and the images of `image ls`",
+				      o->template_id);
 		co.image = o->template_id;
 	}
 	if ((r = kv_strv(o->envs, o->n_envs, true, &env, err)) < 0 ||

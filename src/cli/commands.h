@@ -24,3 +24,4 @@ int ts_subcmd_serve(int argc, char **argv);
 int ts_subcmd_tool(int argc, char **argv);
 int ts_subcmd_mcp(int argc, char **argv);
 int ts_subcmd_runs(int argc, char **argv);
+int ts_subcmd_image(int argc, char **argv);

@@ -33,6 +33,7 @@ static const struct {
 	{ "serve", ts_subcmd_serve, "serve E2B's API and /v1 REST over local sandboxes" },
 	{ "tool", ts_subcmd_tool, "one agent tool call (bash, read_file, edit_file...) as JSON" },
 	{ "mcp", ts_subcmd_mcp, "serve the agent toolkit to an MCP client over stdio" },
+	{ "image", ts_subcmd_image, "local images: import (oci:DIR, docker-archive:FILE), ls, rm" },
 	{ "runs", ts_subcmd_runs, "durable agent runs: ls, show, export (JSON Lines)" },
 };
 

@@ -10,25 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "archive-dl.h"
 #include "cleanup.h"
-
-#define LIBARCHIVE_SONAME "libarchive.so.13"
-
-/* The libarchive functions we use, resolved by name from the dlopen'ed library. */
-struct libarchive {
-	void *dl;
-	__typeof__(archive_read_new) *read_new;
-	__typeof__(archive_read_open_fd) *open_fd;
-	__typeof__(archive_read_next_header) *next_header;
-	__typeof__(archive_read_data) *read_data;
-	__typeof__(archive_read_free) *read_free;
-	__typeof__(archive_error_string) *error_string;
-	__typeof__(archive_entry_pathname) *entry_pathname;
-	__typeof__(archive_entry_filetype) *entry_filetype;
-	__typeof__(archive_entry_perm) *entry_perm;
-	__typeof__(archive_entry_hardlink) *entry_hardlink;
-	__typeof__(archive_format) *format;
-};
 
 /*
  * Decompression filters, enabled only when libarchive does them in-process: for a filter
@@ -58,7 +41,7 @@ static const char *const format_names[] = {
 	"archive_read_support_format_rar5", "archive_read_support_format_empty",
 };
 
-static void enable_formats(const struct libarchive *L, struct archive *a)
+static void enable_formats(const struct ts_libarchive *L, struct archive *a)
 {
 	for (size_t i = 0; i < ELEMENTSOF(format_names); i++) {
 		__typeof__(archive_read_support_format_tar) *fn;
@@ -69,7 +52,7 @@ static void enable_formats(const struct libarchive *L, struct archive *a)
 	}
 }
 
-static void enable_inprocess_filters(const struct libarchive *L, struct archive *a)
+void ts_libarchive_enable_filters(const struct ts_libarchive *L, struct archive *a)
 {
 	for (size_t i = 0; i < ELEMENTSOF(filter_names); i++) {
 		__typeof__(archive_read_support_filter_gzip) *fn;
@@ -85,7 +68,7 @@ static void enable_inprocess_filters(const struct libarchive *L, struct archive 
 	}
 }
 
-static int load(struct libarchive *L, struct ts_error *err)
+int ts_libarchive_load(struct ts_libarchive *L, struct ts_error *err)
 {
 	const struct {
 		const char *name;
@@ -102,6 +85,11 @@ static int load(struct libarchive *L, struct ts_error *err)
 		{ "archive_entry_perm", (void **)&L->entry_perm },
 		{ "archive_entry_hardlink", (void **)&L->entry_hardlink },
 		{ "archive_format", (void **)&L->format },
+		{ "archive_entry_size", (void **)&L->entry_size },
+		{ "archive_entry_size_is_set", (void **)&L->entry_size_is_set },
+		{ "archive_entry_symlink", (void **)&L->entry_symlink },
+		{ "archive_entry_mode", (void **)&L->entry_mode },
+		{ "archive_read_support_format_tar", (void **)&L->support_tar },
 	};
 
 	L->dl = dlopen(LIBARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
@@ -158,7 +146,7 @@ static int entry_path(const char *name, const char *dst, char *out, size_t len)
 }
 
 struct data_reader {
-	const struct libarchive *L;
+	const struct ts_libarchive *L;
 	struct archive *a;
 	bool failed;
 };
@@ -182,7 +170,7 @@ static bool fatal(int r)
 	       r == -ENOTCONN || r == -ENOMEM;
 }
 
-static int extract_entry(struct ts_copy *c, const struct libarchive *L, struct archive *a,
+static int extract_entry(struct ts_copy *c, const struct ts_libarchive *L, struct archive *a,
 			 struct archive_entry *e, const char *shown, const char *dst,
 			 struct ts_error *err)
 {
@@ -239,7 +227,7 @@ static int extract_entry(struct ts_copy *c, const struct libarchive *L, struct a
 int ts_archive_extract(struct ts_copy *c, int fd, const char *shown, const char *dst,
 		       struct ts_error *err)
 {
-	struct libarchive L = { 0 };
+	struct ts_libarchive L = { 0 };
 	struct archive *a;
 	struct archive_entry *e;
 	struct stat st;
@@ -247,7 +235,7 @@ int ts_archive_extract(struct ts_copy *c, int fd, const char *shown, const char 
 
 	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
 		return ts_err(err, -EISDIR, "`%s` is a directory, not an archive", shown);
-	r = load(&L, err);
+	r = ts_libarchive_load(&L, err);
 	if (r < 0)
 		return r;
 	a = L.read_new();
@@ -255,7 +243,7 @@ int ts_archive_extract(struct ts_copy *c, int fd, const char *shown, const char 
 		dlclose(L.dl);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
-	enable_inprocess_filters(&L, a);
+	ts_libarchive_enable_filters(&L, a);
 	enable_formats(&L, a);
 	if (L.open_fd(a, fd, 64 * 1024) != ARCHIVE_OK) {
 		r = ts_err(err, -EINVAL, "`%s` is not an archive: %s", shown,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "oci-store.h"
 #include "paths.h"
 #include "util.h"
 
@@ -419,8 +420,23 @@ int ts_image_dir(const char *root, const char *dir, struct ts_image *img, struct
 	int r;
 
 	memset(img, 0, sizeof(*img));
-	if (dir[0] != '/')
-		return ts_err(err, -EINVAL, "image `%s` is not an absolute path", dir);
+	if (dir[0] != '/') {
+		size_t n = 0;
+
+		if (!ts_oci_name_valid(dir))
+			return ts_err(err, -EINVAL,
+				      "image `%s` is neither an absolute path nor an image name",
+				      dir);
+		r = add_identity(root, img, err);
+		if (r < 0)
+			return r;
+		/* the sudo layer may still go on top */
+		r = ts_oci_lowers(root, dir, &img->lowers[1], TS_IMAGE_MAX_LOWERS - 2, &n, err);
+		if (r < 0)
+			return r;
+		img->n_lowers += n;
+		return ts_oci_env(root, dir, img->env, sizeof(img->env), &img->env_len, err);
+	}
 	if (stat(dir, &st) < 0)
 		return ts_err_errno(err, -errno, "image `%s`", dir);
 	if (!S_ISDIR(st.st_mode))

@@ -22,7 +22,7 @@
  * gets them as the layer `images/identity-<v>/` on top of it.
  */
 
-#define TS_IMAGE_MAX_LOWERS 4
+#define TS_IMAGE_MAX_LOWERS 16
 
 struct ts_image {
 	char lowers[TS_IMAGE_MAX_LOWERS][4096];
@@ -31,6 +31,10 @@ struct ts_image {
 	char host_dirs[6][16]; /* top-level dirs that are real directories on the host
 				       (not merged-usr symlinks): bound read-only */
 	size_t n_host_dirs;
+	/* an imported image's config Env ("NAME=VALUE\0" each; not HOME, USER, LOGNAME,
+	 * TERM): set over the sandbox's base environment, under the policy's env */
+	char env[8192];
+	size_t env_len;
 };
 
 /* Prepare the host image under root (cached). 0 or -errno. */
@@ -45,5 +49,7 @@ int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err);
 int ts_image_add_sudo(const char *root, const char *sudo_bin, struct ts_image *img, char *usr_layer,
 		      size_t len, struct ts_error *err);
 
-/* Use the root file system in dir (an absolute path to a directory) as the image. */
+/* Use the root file system in dir (an absolute path to a directory) as the image, or
+ * the image of that name in the local store (oci-store.h): its layers under the identity
+ * layer. */
 int ts_image_dir(const char *root, const char *dir, struct ts_image *img, struct ts_error *err);

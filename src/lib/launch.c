@@ -163,9 +163,10 @@ static int push_env(struct ts_strv *a, const char *name, const char *value)
 	return 0;
 }
 
-/* The environment: a fixed base, then the allow-list (NAME copies the host's value when
- * set, NAME=VALUE sets it). Nothing else of the host's environment enters. */
-static int build_env(struct ts_strv *a, const struct ts_run_opts *o)
+/* The environment: a fixed base, an imported image's Env, then the allow-list (NAME
+ * copies the host's value when set, NAME=VALUE sets it). Nothing else of the host's
+ * environment enters. */
+static int build_env(struct ts_strv *a, const struct ts_run_opts *o, const struct ts_image *img)
 {
 	const struct ts_policy *pol = o->policy;
 	int r;
@@ -175,6 +176,14 @@ static int build_env(struct ts_strv *a, const struct ts_run_opts *o)
 	    (r = push_env(a, "USER", o->as_root ? "root" : "user")) < 0 ||
 	    (r = push_env(a, "TERM", sane_term())) < 0 || (r = push_env(a, "LANG", "C.UTF-8")) < 0)
 		return r;
+	for (size_t off = 0; off < img->env_len; off += strlen(img->env + off) + 1) {
+		const char *kv = img->env + off, *eq = strchr(kv, '=');
+		char name[256];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+		if ((r = push_env(a, name, eq + 1)) < 0)
+			return r;
+	}
 	for (size_t i = 0; i < pol->n_env; i++) {
 		const char *e = pol->env[i], *eq = strchr(e, '=');
 		char name[256];
@@ -584,7 +593,7 @@ static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct
 	r |= ts_strv_push(a, "/home/user");
 	if (r)
 		return ts_err(err, -ENOMEM, "build helper command line");
-	if ((r = build_env(a, o)) < 0)
+	if ((r = build_env(a, o, &p->image)) < 0)
 		return ts_err(err, r, "build environment");
 	if ((r = build_limits(p, o, err)) < 0)
 		return r;

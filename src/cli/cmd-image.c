@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * toren-sandbox image import|ls|inspect|rm|prune: the local image store (oci-store.h),
+ * whose names `run --image NAME` and `create --image NAME` accept.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "commands.h"
+#include "oci-store.h"
+#include "paths.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: toren-sandbox image import [--max-size SIZE] SOURCE NAME\n"
+	      "       toren-sandbox image ls [--json]\n"
+	      "       toren-sandbox image inspect NAME\n"
+	      "       toren-sandbox image rm NAME...\n"
+	      "       toren-sandbox image prune\n"
+	      "\n"
+	      "  import   store the image SOURCE as NAME: oci:DIR[:REF] (an OCI image layout;\n"
+	      "           REF is its org.opencontainers.image.ref.name) or docker-archive:FILE\n"
+	      "           (a `docker save` tarball); every blob is checked against its digest\n"
+	      "  ls       the images: name, manifest digest, layers, size on disk\n"
+	      "           (--json: one JSON array)\n"
+	      "  inspect  one image as JSON: digest, source, manifest, config, layers\n"
+	      "  rm       forget images (their layers stay until prune)\n"
+	      "  prune    delete the layers and blobs no image name refers to\n"
+	      "\n"
+	      "      --max-size SIZE  (import) refuse a layer that unpacks to more than SIZE\n"
+	      "                       (K, M, G suffixes; default 16G)\n"
+	      "      --json           (ls) print JSON\n"
+	      "  -h, --help           show this help\n",
+	      f);
+}
+
+static void warn_line(void *userdata, const char *msg)
+{
+	fprintf(stderr, "toren-sandbox image %s: warning: %s\n", (const char *)userdata, msg);
+}
+
+static void fail(const char *sub, const struct ts_error *err)
+{
+	fprintf(stderr, "toren-sandbox image %s: %s\n", sub, err->msg);
+}
+
+static void human(unsigned long long n, char *out, size_t len)
+{
+	const char *units = "BKMGT";
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, len, "%lluB", n);
+	else
+		snprintf(out, len, "%.1f%c", v, units[u]);
+}
+
+int ts_subcmd_image(int argc, char **argv)
+{
+	static const struct option longopts[] = { { "json", no_argument, NULL, 'j' },
+						  { "max-size", required_argument, NULL, 'm' },
+						  { "help", no_argument, NULL, 'h' },
+						  {} };
+	struct ts_paths paths;
+	struct ts_error err = { 0 };
+	unsigned long long max_size = 0;
+	bool as_json = false;
+	const char *sub;
+	int c, n;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	sub = argv[optind];
+	argc -= optind;
+	argv += optind;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			as_json = true;
+			break;
+		case 'm':
+			if (ts_parse_size(optarg, &max_size) < 0 || max_size == 0) {
+				fprintf(stderr,
+					"toren-sandbox image: --max-size `%s`: a size such as "
+					"512M or 2G\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	n = argc - optind;
+	if (ts_paths_init(&paths, &err) < 0) {
+		fail(sub, &err);
+		return 1;
+	}
+	if (!strcmp(sub, "import")) {
+		char digest[80];
+
+		if (n != 2) {
+			usage(stderr);
+			return 2;
+		}
+		if (ts_oci_import(paths.root, argv[optind], argv[optind + 1], max_size, warn_line,
+				  (void *)"import", digest, sizeof(digest), &err) < 0) {
+			fail(sub, &err);
+			return 1;
+		}
+		printf("%s %s\n", argv[optind + 1], digest);
+		return 0;
+	}
+	if (!strcmp(sub, "ls")) {
+		json_t *list = NULL, *e;
+		size_t i;
+
+		if (n != 0) {
+			usage(stderr);
+			return 2;
+		}
+		if (ts_oci_list(paths.root, &list, &err) < 0) {
+			fail(sub, &err);
+			return 1;
+		}
+		if (as_json) {
+			json_dumpf(list, stdout, JSON_INDENT(2));
+			putchar('\n');
+		} else {
+			printf("%-24s %-19s %6s %9s\n", "NAME", "DIGEST", "LAYERS", "SIZE");
+			json_array_foreach(list, i, e) {
+				char size[32];
+
+				human((unsigned long long)json_integer_value(
+					      json_object_get(e, "size")),
+				      size, sizeof(size));
+				printf("%-24s %-19.19s %6lld %9s\n",
+				       json_string_value(json_object_get(e, "name")),
+				       json_string_value(json_object_get(e, "digest")),
+				       (long long)json_integer_value(json_object_get(e, "layers")),
+				       size);
+			}
+		}
+		json_decref(list);
+		return 0;
+	}
+	if (!strcmp(sub, "inspect")) {
+		json_t *j = NULL;
+
+		if (n != 1) {
+			usage(stderr);
+			return 2;
+		}
+		if (ts_oci_inspect(paths.root, argv[optind], &j, &err) < 0) {
+			fail(sub, &err);
+			return 1;
+		}
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(j);
+		return 0;
+	}
+	if (!strcmp(sub, "rm")) {
+		int failed = 0;
+
+		if (n < 1) {
+			usage(stderr);
+			return 2;
+		}
+		for (int i = optind; i < argc; i++) {
+			if (ts_oci_rm(paths.root, argv[i], &err) < 0) {
+				fail(sub, &err);
+				failed = 1;
+				continue;
+			}
+			printf("%s\n", argv[i]);
+		}
+		return failed;
+	}
+	if (!strcmp(sub, "prune")) {
+		uint64_t freed = 0;
+		size_t removed = 0;
+		char size[32];
+
+		if (n != 0) {
+			usage(stderr);
+			return 2;
+		}
+		if (ts_oci_prune(paths.root, &freed, &removed, &err) < 0) {
+			fail(sub, &err);
+			return 1;
+		}
+		human(freed, size, sizeof(size));
+		printf("removed %zu layers and blobs, %s\n", removed, size);
+		return 0;
+	}
+	fprintf(stderr, "toren-sandbox image: unknown subcommand `%s`\n", sub);
+	usage(stderr);
+	return 2;
+}

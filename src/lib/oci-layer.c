@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "oci-layer.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <nettle/sha2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "archive-dl.h"
+#include "cleanup.h"
+#include "util.h"
+
+#define MAX_OPAQUE 4096
+#define MAX_DEPTH 128
+
+struct unpack {
+	const struct ts_layer_opts *o;
+	struct ts_layer_stats *st;
+	int dirfd;
+	char **opaque; /* relative paths of opaque directories */
+	size_t n_opaque;
+};
+
+__attribute__((format(printf, 2, 3))) static void warn(struct unpack *u, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	u->st->skipped++;
+	if (!u->o->warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	u->o->warn(u->o->userdata, msg);
+}
+
+/* name -> a clean relative path in out ("" for the layer's root). -EXDEV for an absolute
+ * name or a `..` component. */
+static int clean_name(const char *name, char *out, size_t len)
+{
+	size_t used = 0;
+	const char *p = name;
+
+	if (name[0] == '/')
+		return -EXDEV;
+	out[0] = '\0';
+	while (*p) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && !strncmp(p, "..", 2))
+			return -EXDEV;
+		if (n > 0 && !(n == 1 && p[0] == '.')) {
+			if (used + n + 2 >= len || n > NAME_MAX)
+				return -ENAMETOOLONG;
+			if (used)
+				out[used++] = '/';
+			memcpy(out + used, p, n);
+			used += n;
+			out[used] = '\0';
+		}
+		p += n;
+		p += *p == '/';
+	}
+	return 0;
+}
+
+/* Open the directory rel (clean, relative) below dirfd one component at a time, never
+ * following a symbolic link; with create, missing directories are made (0755). */
+static int open_dir_beneath(int dirfd, const char *rel, bool create)
+{
+	char buf[PATH_MAX], *comp, *save = NULL;
+	int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+
+	if (cur < 0)
+		return -errno;
+	snprintf(buf, sizeof(buf), "%s", rel);
+	for (comp = strtok_r(buf, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+		int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd < 0 && errno == ENOENT && create) {
+			if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
+				int e = errno;
+
+				close(cur);
+				return -e;
+			}
+			fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd < 0) {
+			int e = errno == ENOTDIR ? ELOOP : errno;
+
+			close(cur);
+			return -e;
+		}
+		close(cur);
+		cur = fd;
+	}
+	return cur;
+}
+
+/* Split a clean path into its parent (in buf) and its last name. */
+static const char *split(char *path, const char **parent)
+{
+	char *slash = strrchr(path, '/');
+
+	if (!slash) {
+		*parent = "";
+		return path;
+	}
+	*slash = '\0';
+	*parent = path;
+	return slash + 1;
+}
+
+/* Make room for a new entry called name in pfd: remove what is there, unless both are
+ * directories (then 1: keep it). */
+static int make_room(int pfd, const char *name, bool want_dir)
+{
+	struct stat st;
+
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISDIR(st.st_mode)) {
+		if (want_dir)
+			return 1;
+		return ts_rm_rf_at(pfd, name) < 0 ? -EIO : 0;
+	}
+	return unlinkat(pfd, name, 0) < 0 ? -errno : 0;
+}
+
+static int whiteout(int pfd, const char *name)
+{
+	int r = make_room(pfd, name, false);
+
+	if (r < 0)
+		return r;
+	return mknodat(pfd, name, S_IFCHR | 0600, makedev(0, 0)) < 0 ? -errno : 0;
+}
+
+static int write_data(struct unpack *u, const struct ts_libarchive *L, struct archive *a, int out,
+		      const char *name, uint64_t max_entry, struct ts_error *err)
+{
+	char buf[65536];
+	uint64_t written = 0;
+	la_ssize_t n;
+
+	while ((n = L->read_data(a, buf, sizeof(buf))) > 0) {
+		written += (uint64_t)n;
+		u->st->bytes += (uint64_t)n;
+		if (written > max_entry)
+			return ts_err(err, -EFBIG, "layer entry `%s` is larger than %llu bytes",
+				      name, (unsigned long long)max_entry);
+		if (u->st->bytes > u->o->max_bytes)
+			return ts_err(err, -EFBIG, "layer unpacks to more than %llu bytes",
+				      (unsigned long long)u->o->max_bytes);
+		if (ts_write_all(out, buf, (size_t)n) < 0)
+			return ts_err_errno(err, -errno, "write `%s`", name);
+	}
+	if (n < 0)
+		return ts_err(err, -EIO, "read `%s` in the layer: %s", name,
+			      L->error_string(a) ? L->error_string(a) : "damaged");
+	return 0;
+}
+
+static int unpack_entry(struct unpack *u, const struct ts_libarchive *L, struct archive *a,
+			struct archive_entry *e, struct ts_error *err)
+{
+	const char *raw = L->entry_pathname(e), *parent, *base;
+	char path[PATH_MAX];
+	_cleanup_close_ int pfd = -EBADF;
+	unsigned type = (unsigned)L->entry_filetype(e);
+	unsigned mode = (unsigned)L->entry_mode(e) & 07777;
+	uint64_t max_entry = u->o->max_entry_bytes;
+	int r;
+
+	if (++u->st->entries > u->o->max_entries)
+		return ts_err(err, -EFBIG, "layer has more than %llu entries",
+			      (unsigned long long)u->o->max_entries);
+	if (!raw || !raw[0]) {
+		warn(u, "skipped an entry without a name");
+		return 0;
+	}
+	r = clean_name(raw, path, sizeof(path));
+	if (r == -EXDEV) {
+		warn(u, "skipped `%s`: an absolute name or one with `..`", raw);
+		return 0;
+	}
+	if (r < 0) {
+		warn(u, "skipped `%s`: name too long", raw);
+		return 0;
+	}
+	if (!path[0])
+		return 0; /* the layer's root itself */
+	if (L->entry_size_is_set(e) && L->entry_size(e) > 0 &&
+	    (uint64_t)L->entry_size(e) > max_entry)
+		return ts_err(err, -EFBIG, "layer entry `%s` is larger than %llu bytes", raw,
+			      (unsigned long long)max_entry);
+	base = split(path, &parent);
+	pfd = open_dir_beneath(u->dirfd, parent, true);
+	if (pfd < 0) {
+		warn(u,
+		     "skipped `%s`: its directory goes through a symbolic link or is not a "
+		     "directory",
+		     raw);
+		return 0;
+	}
+	if (u->o->whiteouts && !strncmp(base, ".wh.", 4)) {
+		if (!strcmp(base, ".wh..wh..opq")) {
+			if (u->n_opaque >= MAX_OPAQUE)
+				return ts_err(err, -EFBIG,
+					      "layer has more than %d opaque directories",
+					      MAX_OPAQUE);
+			u->opaque[u->n_opaque] = strdup(parent);
+			if (!u->opaque[u->n_opaque])
+				return ts_err(err, -ENOMEM, "out of memory");
+			u->n_opaque++;
+			return 0;
+		}
+		if (!base[4] || !strcmp(base + 4, ".") || !strcmp(base + 4, "..")) {
+			warn(u, "skipped `%s`: a whiteout without a name", raw);
+			return 0;
+		}
+		r = whiteout(pfd, base + 4);
+		if (r < 0)
+			return ts_err_errno(err, r, "whiteout `%s`", raw);
+		return 0;
+	}
+	if (mode & (S_ISUID | S_ISGID)) {
+		warn(u, "`%s`: cleared its setuid/setgid bits", raw);
+		mode &= ~(unsigned)(S_ISUID | S_ISGID);
+	}
+	if (L->entry_hardlink(e)) {
+		char target[PATH_MAX];
+		const char *tparent, *tbase;
+		_cleanup_close_ int tfd = -EBADF;
+		struct stat st;
+
+		if (clean_name(L->entry_hardlink(e), target, sizeof(target)) < 0 || !target[0]) {
+			warn(u, "skipped `%s`: a hard link to `%s`, out of the layer", raw,
+			     L->entry_hardlink(e));
+			return 0;
+		}
+		tbase = split(target, &tparent);
+		tfd = open_dir_beneath(u->dirfd, tparent, false);
+		if (tfd < 0 || fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode)) {
+			warn(u, "skipped `%s`: a hard link to `%s`, not a file of the layer", raw,
+			     L->entry_hardlink(e));
+			return 0;
+		}
+		if ((r = make_room(pfd, base, false)) < 0 || linkat(tfd, tbase, pfd, base, 0) < 0)
+			return ts_err_errno(err, r < 0 ? r : -errno, "hard link `%s`", raw);
+		return 0;
+	}
+	switch (type) {
+	case AE_IFDIR:
+		r = make_room(pfd, base, true);
+		if (r < 0)
+			return ts_err_errno(err, r, "directory `%s`", raw);
+		if (r == 0 && mkdirat(pfd, base, 0700) < 0)
+			return ts_err_errno(err, -errno, "directory `%s`", raw);
+		/* u+rwx so that the rest of the layer can go in */
+		if (fchmodat(pfd, base, (mode & 01777) | 0700, 0) < 0)
+			return ts_err_errno(err, -errno, "chmod `%s`", raw);
+		return 0;
+	case AE_IFREG: {
+		_cleanup_close_ int out = -EBADF;
+
+		if ((r = make_room(pfd, base, false)) < 0)
+			return ts_err_errno(err, r, "file `%s`", raw);
+		out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out < 0)
+			return ts_err_errno(err, -errno, "create `%s`", raw);
+		r = write_data(u, L, a, out, raw, max_entry, err);
+		if (r < 0)
+			return r;
+		if (fchmod(out, mode & 01777) < 0)
+			return ts_err_errno(err, -errno, "chmod `%s`", raw);
+		return 0;
+	}
+	case AE_IFLNK: {
+		const char *target = L->entry_symlink(e);
+
+		if (!target || !target[0] || strlen(target) >= PATH_MAX) {
+			warn(u, "skipped `%s`: a symbolic link without a usable target", raw);
+			return 0;
+		}
+		if ((r = make_room(pfd, base, false)) < 0 || symlinkat(target, pfd, base) < 0)
+			return ts_err_errno(err, r < 0 ? r : -errno, "symbolic link `%s`", raw);
+		return 0;
+	}
+	default:
+		warn(u, "skipped `%s`: %s", raw,
+		     type == AE_IFCHR || type == AE_IFBLK ? "a device node"
+		     : type == AE_IFIFO			  ? "a FIFO"
+							  : "not a file, directory or link");
+		return 0;
+	}
+}
+
+/* The directory ofd is opaque over the lower directory lfd: a whiteout in ofd for each
+ * name of lfd that ofd lacks; where both have a directory, the same below. */
+static int opaque_over(struct unpack *u, int ofd, int lfd, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int dup, r = 0;
+
+	if (depth > MAX_DEPTH)
+		return -ELOOP;
+	dup = fcntl(lfd, F_DUPFD_CLOEXEC, 3);
+	if (dup < 0)
+		return -errno;
+	d = fdopendir(dup);
+	if (!d) {
+		close(dup);
+		return -errno;
+	}
+	while ((de = readdir(d)) && r == 0) {
+		struct stat ost, lst;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(lfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISCHR(lst.st_mode) && lst.st_rdev == makedev(0, 0))
+			continue; /* already a whiteout below */
+		if (fstatat(ofd, de->d_name, &ost, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT) {
+				r = -errno;
+				break;
+			}
+			r = mknodat(ofd, de->d_name, S_IFCHR | 0600, makedev(0, 0)) < 0 ? -errno
+											: 0;
+			continue;
+		}
+		if (S_ISDIR(ost.st_mode) && S_ISDIR(lst.st_mode)) {
+			_cleanup_close_ int o2 = -EBADF, l2 = -EBADF;
+
+			o2 = openat(ofd, de->d_name,
+				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			l2 = openat(lfd, de->d_name,
+				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (o2 >= 0 && l2 >= 0)
+				r = opaque_over(u, o2, l2, depth + 1);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+static int apply_opaque(struct unpack *u, struct ts_error *err)
+{
+	for (size_t i = 0; i < u->n_opaque; i++) {
+		_cleanup_close_ int ofd = open_dir_beneath(u->dirfd, u->opaque[i], true);
+
+		if (ofd < 0) {
+			warn(u, "skipped the opaque marker of `%s`: not a directory", u->opaque[i]);
+			continue;
+		}
+		for (size_t k = 0; k < u->o->n_lowers; k++) {
+			_cleanup_close_ int lfd =
+				open_dir_beneath(u->o->lower_fds[k], u->opaque[i], false);
+			int r;
+
+			if (lfd < 0)
+				continue;
+			r = opaque_over(u, ofd, lfd, 0);
+			if (r < 0)
+				return ts_err_errno(err, r, "opaque directory `%s`", u->opaque[i]);
+		}
+	}
+	return 0;
+}
+
+int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_layer_stats *st,
+		    struct ts_error *err)
+{
+	struct ts_layer_opts lim = *o;
+	struct ts_libarchive L = { 0 };
+	struct unpack u = { .o = &lim, .st = st, .dirfd = dirfd };
+	struct archive *a;
+	struct archive_entry *e;
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	if (!lim.max_bytes)
+		lim.max_bytes = 16ULL << 30;
+	if (!lim.max_entries)
+		lim.max_entries = 1000000;
+	if (!lim.max_entry_bytes || lim.max_entry_bytes > lim.max_bytes)
+		lim.max_entry_bytes = lim.max_bytes;
+	u.opaque = calloc(MAX_OPAQUE, sizeof(*u.opaque));
+	if (!u.opaque)
+		return ts_err(err, -ENOMEM, "out of memory");
+	r = ts_libarchive_load(&L, err);
+	if (r < 0)
+		goto out_free;
+	a = L.read_new();
+	if (!a) {
+		r = ts_err(err, -ENOMEM, "out of memory");
+		goto out_dl;
+	}
+	ts_libarchive_enable_filters(&L, a);
+	L.support_tar(a); /* layers are tar archives, nothing else */
+	if (L.open_fd(a, fd, 64 * 1024) != ARCHIVE_OK) {
+		r = ts_err(err, -EINVAL, "layer is not a tar archive: %s",
+			   L.error_string(a) ? L.error_string(a) : "unreadable");
+		goto out_a;
+	}
+	for (;;) {
+		int h = L.next_header(a, &e);
+
+		if (h == ARCHIVE_EOF)
+			break;
+		if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
+			r = ts_err(err, -EIO, "read layer: %s",
+				   L.error_string(a) ? L.error_string(a) : "damaged archive");
+			break;
+		}
+		r = unpack_entry(&u, &L, a, e, err);
+		if (r < 0)
+			break;
+	}
+	if (r == 0)
+		r = apply_opaque(&u, err);
+out_a:
+	L.read_free(a);
+out_dl:
+	dlclose(L.dl);
+out_free:
+	for (size_t i = 0; i < u.n_opaque; i++)
+		free(u.opaque[i]);
+	free(u.opaque);
+	return r;
+}
+
+int ts_layer_diff_id(int fd, uint64_t max_bytes, char *hex, struct ts_error *err)
+{
+	struct ts_libarchive L = { 0 };
+	__typeof__(archive_read_support_format_raw) *raw;
+	struct archive *a;
+	struct archive_entry *e;
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	uint64_t total = 0;
+	char *buf = NULL;
+	la_ssize_t n;
+	int r;
+
+	if (!max_bytes)
+		max_bytes = 16ULL << 30;
+	r = ts_libarchive_load(&L, err);
+	if (r < 0)
+		return r;
+	*(void **)&raw = dlsym(L.dl, "archive_read_support_format_raw");
+	a = raw ? L.read_new() : NULL;
+	buf = malloc(65536);
+	if (!a || !buf) {
+		r = ts_err(err, raw ? -ENOMEM : -ENOPKG, "%s",
+			   raw ? "out of memory" : "libarchive has no raw format");
+		goto out;
+	}
+	ts_libarchive_enable_filters(&L, a);
+	raw(a);
+	if (L.open_fd(a, fd, 64 * 1024) != ARCHIVE_OK || L.next_header(a, &e) != ARCHIVE_OK) {
+		r = ts_err(err, -EINVAL, "layer is unreadable: %s",
+			   L.error_string(a) ? L.error_string(a) : "damaged");
+		goto out;
+	}
+	sha256_init(&h);
+	while ((n = L.read_data(a, buf, 65536)) > 0) {
+		total += (uint64_t)n;
+		if (total > max_bytes) {
+			r = ts_err(err, -EFBIG, "layer unpacks to more than %llu bytes",
+				   (unsigned long long)max_bytes);
+			goto out;
+		}
+		sha256_update(&h, (size_t)n, (const uint8_t *)buf);
+	}
+	if (n < 0) {
+		r = ts_err(err, -EIO, "decompress layer: %s",
+			   L.error_string(a) ? L.error_string(a) : "damaged");
+		goto out;
+	}
+	sha256_digest(&h, sizeof(d), d);
+	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+out:
+	free(buf);
+	if (a)
+		L.read_free(a);
+	dlclose(L.dl);
+	return r;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Unpacking an image layer (a tar, compressed or not) into a directory, safe against a
+ * hostile layer. Entry by entry:
+ *  - names are relative paths below the layer directory: an absolute name or one with a
+ *    `..` component is skipped with a warning; `.` components and repeated `/` dropped;
+ *  - every path is walked from the layer's directory fd one component at a time with
+ *    O_NOFOLLOW: an entry whose parent is (or goes through) a symbolic link is skipped, so
+ *    nothing is ever written outside the layer directory;
+ *  - symbolic links are created as they are (their target is text, resolved inside the
+ *    sandbox's root when used, never followed here); hard links only to a regular file
+ *    already in the same layer, else skipped;
+ *  - devices, FIFOs and sockets are skipped with a warning; setuid and setgid bits are
+ *    cleared with a warning; owners and extended attributes are not restored (the files
+ *    belong to the user who imports);
+ *  - the whole layer is bounded (bytes, entries, one entry's size): past a bound the
+ *    unpacking fails with -EFBIG and the caller discards the directory;
+ *  - with whiteouts on (image layers): `.wh.NAME` becomes an overlay whiteout (a 0/0
+ *    character device, which the kernel lets an unprivileged user create), and an opaque
+ *    directory (`.wh..wh..opq`) gets a whiteout for every name the layers below have in
+ *    it (recursively where both have a directory), so it needs no trusted.* or user.*
+ *    xattr and works with any overlay mount options.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct ts_layer_opts {
+	bool whiteouts;	      /* OCI whiteouts -> overlay whiteouts */
+	const int *lower_fds; /* the layers below (for opaque directories) */
+	size_t n_lowers;
+	uint64_t max_bytes;	  /* 0: 16 GiB */
+	uint64_t max_entries;	  /* 0: 1,000,000 */
+	uint64_t max_entry_bytes; /* 0: max_bytes */
+	void (*warn)(void *userdata, const char *msg);
+	void *userdata;
+};
+
+struct ts_layer_stats {
+	uint64_t bytes, entries, skipped;
+};
+
+/* Unpack the archive open as fd into the directory dirfd. 0 (entries may have been
+ * skipped, each told to o->warn) or -errno (-EFBIG past a bound). */
+int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_layer_stats *st,
+		    struct ts_error *err);
+
+/*
+ * The sha256 (hex, 65 bytes) of the archive open as fd once decompressed: an OCI layer's
+ * diff_id. -EFBIG past max_bytes decompressed (0: 16 GiB). 0 or -errno.
+ */
+int ts_layer_diff_id(int fd, uint64_t max_bytes, char *hex, struct ts_error *err);

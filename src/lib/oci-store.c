@@ -1,0 +1,1189 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "oci-store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "oci-layer.h"
+#include "paths.h"
+#include "syscall.h"
+#include "util.h"
+
+#define MAX_JSON (4u << 20) /* an index, a manifest or a config */
+
+#if defined(__x86_64__)
+#define OCI_ARCH "amd64"
+#elif defined(__aarch64__)
+#define OCI_ARCH "arm64"
+#elif defined(__arm__)
+#define OCI_ARCH "arm"
+#elif defined(__i386__)
+#define OCI_ARCH "386"
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define OCI_ARCH "ppc64le"
+#elif defined(__s390x__)
+#define OCI_ARCH "s390x"
+#elif defined(__riscv) && __riscv_xlen == 64
+#define OCI_ARCH "riscv64"
+#else
+#define OCI_ARCH "unknown"
+#endif
+
+struct store {
+	char dir[PATH_MAX];
+	int fd;	  /* images/oci */
+	int lock; /* images/oci/lock, flock'ed */
+};
+
+static void store_close(struct store *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->lock >= 0)
+		close(s->lock); /* releases the flock */
+	s->fd = s->lock = -EBADF;
+}
+
+/* Open the store (with create: made when missing, and locked: for writers only, since
+ * index.json is replaced by a rename and readers always see a whole one). */
+static int store_open(const char *root, bool create, struct store *s, struct ts_error *err)
+{
+	s->fd = s->lock = -EBADF;
+	if ((size_t)snprintf(s->dir, sizeof(s->dir), "%s/images/oci", root) >= sizeof(s->dir))
+		return ts_err(err, -ENAMETOOLONG, "image store path too long");
+	if (create) {
+		int r = ts_mkdir_p(AT_FDCWD, s->dir, 0700);
+
+		if (r < 0)
+			return ts_err_errno(err, r, "create `%s`", s->dir);
+	}
+	s->fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->fd < 0 && errno == ENOENT)
+		return ts_err(err, -ENOENT,
+			      "no image store `%s` yet (see `toren-sandbox image import`)", s->dir);
+	if (s->fd < 0)
+		return ts_err_errno(err, -errno, "open image store `%s`", s->dir);
+	if (create) {
+		static const char *const sub[] = { "blobs", "blobs/sha256", "layers",
+						   "layers/sha256", "tmp" };
+
+		for (size_t i = 0; i < ELEMENTSOF(sub); i++)
+			if (mkdirat(s->fd, sub[i], 0700) < 0 && errno != EEXIST)
+				return ts_err_errno(err, -errno, "create `%s/%s`", s->dir, sub[i]);
+	}
+	if (!create)
+		return 0;
+	s->lock = openat(s->fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (s->lock < 0)
+		return ts_err_errno(err, -errno, "open `%s/lock`", s->dir);
+	if (flock(s->lock, LOCK_EX) < 0)
+		return ts_err_errno(err, -errno, "lock `%s/lock`", s->dir);
+	return 0;
+}
+
+bool ts_oci_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 255 || strstr(s, ".."))
+		return false;
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+	      (s[0] >= '0' && s[0] <= '9')))
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/@+-") ==
+	       n;
+}
+
+static bool hex64(const char *s)
+{
+	return strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
+/* "sha256:<64 hex>" -> the hex part, else NULL */
+static const char *digest_hex(const char *d)
+{
+	if (!d || strncmp(d, "sha256:", 7) != 0 || !hex64(d + 7))
+		return NULL;
+	return d + 7;
+}
+
+static void to_hex(const uint8_t *b, char *out)
+{
+	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* Copy in to out (when out >= 0) while hashing; the hex digest and the size. */
+static int hash_copy(int in, int out, uint64_t max, char *hex, uint64_t *size)
+{
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	char buf[65536];
+	ssize_t n;
+
+	sha256_init(&h);
+	*size = 0;
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		*size += (uint64_t)n;
+		if (*size > max)
+			return -EFBIG;
+		sha256_update(&h, (size_t)n, (const uint8_t *)buf);
+		if (out >= 0 && ts_write_all(out, buf, (size_t)n) < 0)
+			return -errno;
+	}
+	if (n < 0)
+		return -errno;
+	sha256_digest(&h, sizeof(d), d);
+	to_hex(d, hex);
+	return 0;
+}
+
+static void sha256_hex_of(const char *s, char *hex)
+{
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+
+	sha256_init(&h);
+	sha256_update(&h, strlen(s), (const uint8_t *)s);
+	sha256_digest(&h, sizeof(d), d);
+	to_hex(d, hex);
+}
+
+/* The source of an import: a directory fd of its blobs (an OCI layout, or the unpacked
+ * docker-archive) */
+struct source {
+	int dirfd;
+	const char *shown;
+};
+
+/* Open path below src->dirfd, never leaving it (no absolute path, no `..` above it, no
+ * symlink out: a docker archive may link a layer to another one, never elsewhere). */
+static int open_beneath(const struct source *src, const char *path)
+{
+	struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
+	int fd;
+
+	/* a symlink as the last component is resolved beneath too */
+	how.flags &= ~(unsigned long long)O_NOFOLLOW;
+	fd = ts_openat2(src->dirfd, path, &how);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Read the file path below src->dirfd (open_beneath), at most MAX_JSON bytes. */
+static int read_beneath(const struct source *src, const char *path, char **ret,
+			struct ts_error *err)
+{
+	_cleanup_close_ int fd = open_beneath(src, path);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	if (fd == -EXDEV || fd == -ELOOP)
+		return ts_err(err, fd, "`%s` in `%s` leads out of it; refusing the image", path,
+			      src->shown);
+	if (fd < 0)
+		return ts_err_errno(err, fd, "`%s` in `%s`", path, src->shown);
+	buf = calloc(1, MAX_JSON + 1);
+	if (!buf)
+		return ts_err(err, -ENOMEM, "out of memory");
+	while (len < MAX_JSON) {
+		ssize_t n = read(fd, buf + len, MAX_JSON - len);
+
+		if (n < 0)
+			return ts_err_errno(err, -errno, "read `%s` in `%s`", path, src->shown);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len == MAX_JSON)
+		return ts_err(err, -EFBIG, "`%s` in `%s` is larger than %u bytes", path, src->shown,
+			      MAX_JSON - 1);
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+/* Copy the blob dir/path into the store's tmp/ as a new file, checking it against
+ * want_hex (and want_size when >= 0); the fd of the copy, at its start. */
+static int fetch_blob(struct store *s, const struct source *src, const char *path,
+		      const char *want_hex, long long want_size, uint64_t max, struct ts_error *err)
+{
+	_cleanup_close_ int in = -EBADF, out = -EBADF;
+	char hex[65], tmpl[64];
+	uint64_t size;
+	int r;
+
+	in = open_beneath(src, path);
+	if (in == -EXDEV || in == -ELOOP)
+		return ts_err(err, in, "blob `%s` in `%s` leads out of it; refusing the image",
+			      path, src->shown);
+	if (in < 0)
+		return ts_err_errno(err, in, "blob `%s` in `%s`", path, src->shown);
+	out = openat(s->fd, "tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (out < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		/* no O_TMPFILE here: a named file, unlinked at once */
+		snprintf(tmpl, sizeof(tmpl), "tmp/blob-%d-%p", (int)getpid(), (void *)&out);
+		out = openat(s->fd, tmpl, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out >= 0)
+			unlinkat(s->fd, tmpl, 0);
+	}
+	if (out < 0)
+		return ts_err_errno(err, -errno, "temporary file in `%s/tmp`", s->dir);
+	r = hash_copy(in, out, max, hex, &size);
+	if (r == -EFBIG)
+		return ts_err(err, r, "blob `%s` in `%s` is larger than %llu bytes", path,
+			      src->shown, (unsigned long long)max);
+	if (r < 0)
+		return ts_err_errno(err, r, "copy blob `%s` from `%s`", path, src->shown);
+	if (strcmp(hex, want_hex) != 0)
+		return ts_err(err, -EBADMSG,
+			      "blob `%s` in `%s` does not match its digest: sha256:%s, expected "
+			      "sha256:%s; refusing the image",
+			      path, src->shown, hex, want_hex);
+	if (want_size >= 0 && size != (uint64_t)want_size)
+		return ts_err(
+			err, -EBADMSG,
+			"blob `%s` in `%s` has %llu bytes, its descriptor says %lld; refusing "
+			"the image",
+			path, src->shown, (unsigned long long)size, want_size);
+	if (lseek(out, 0, SEEK_SET) < 0)
+		return ts_err_errno(err, -errno, "seek");
+	return TAKE_FD(out);
+}
+
+/* A JSON blob of the layout, verified: the text and the parsed object. */
+static int fetch_json(struct store *s, const struct source *src, const char *path, const char *hex,
+		      long long size, char **text, json_t **ret, struct ts_error *err)
+{
+	_cleanup_close_ int fd = fetch_blob(s, src, path, hex, size, MAX_JSON, err);
+	json_error_t jerr;
+	size_t len;
+
+	if (fd < 0)
+		return fd;
+	*text = calloc(1, MAX_JSON + 1);
+	if (!*text)
+		return ts_err(err, -ENOMEM, "out of memory");
+	for (len = 0; len < MAX_JSON;) {
+		ssize_t n = read(fd, *text + len, MAX_JSON - len);
+
+		if (n < 0)
+			return ts_err_errno(err, -errno, "read `%s`", path);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	*ret = json_loads(*text, JSON_REJECT_DUPLICATES, &jerr);
+	if (!*ret || !json_is_object(*ret)) {
+		json_decref(*ret);
+		*ret = NULL;
+		return ts_err(err, -EBADMSG, "`%s` in `%s` is not a JSON object: %s", path,
+			      src->shown, jerr.text);
+	}
+	return 0;
+}
+
+static int blob_path(const char *hex, char *out, size_t len)
+{
+	return (size_t)snprintf(out, len, "blobs/sha256/%s", hex) >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Keep text as the store's blob sha256:hex. */
+static int keep_blob(struct store *s, const char *hex, const char *text, struct ts_error *err)
+{
+	char path[128], tmp[160];
+	_cleanup_close_ int fd = -EBADF;
+
+	blob_path(hex, path, sizeof(path));
+	if (faccessat(s->fd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "tmp/blob-%s-%d", hex, (int)getpid());
+	fd = openat(s->fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || ts_write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0 ||
+	    renameat(s->fd, tmp, s->fd, path) < 0) {
+		int e = errno;
+
+		unlinkat(s->fd, tmp, 0);
+		return ts_err_errno(err, -e, "store blob sha256:%s in `%s`", hex, s->dir);
+	}
+	return 0;
+}
+
+static int read_index(struct store *s, json_t **ret, struct ts_error *err)
+{
+	_cleanup_free_ char *text = NULL;
+	json_error_t jerr;
+	json_t *j;
+	int r = ts_read_file_at(s->fd, "index.json", MAX_JSON, &text, NULL);
+
+	if (r == -ENOENT) {
+		*ret = json_pack("{s:i,s:{}}", "version", 1, "images");
+		return *ret ? 0 : ts_err(err, -ENOMEM, "out of memory");
+	}
+	if (r < 0)
+		return ts_err_errno(err, r, "read `%s/index.json`", s->dir);
+	j = json_loads(text, 0, &jerr);
+	if (!j || !json_is_object(json_object_get(j, "images"))) {
+		json_decref(j);
+		return ts_err(err, -EBADMSG, "`%s/index.json` is damaged: %s", s->dir, jerr.text);
+	}
+	*ret = j;
+	return 0;
+}
+
+static int write_index(struct store *s, json_t *idx, struct ts_error *err)
+{
+	_cleanup_free_ char *text = json_dumps(idx, JSON_INDENT(2) | JSON_SORT_KEYS);
+	_cleanup_close_ int fd = -EBADF;
+
+	if (!text)
+		return ts_err(err, -ENOMEM, "out of memory");
+	fd = openat(s->fd, "index.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0 || ts_write_all(fd, text, strlen(text)) < 0 || ts_write_all(fd, "\n", 1) < 0 ||
+	    fsync(fd) < 0 || renameat(s->fd, "index.json.tmp", s->fd, "index.json") < 0)
+		return ts_err_errno(err, -errno, "write `%s/index.json`", s->dir);
+	return 0;
+}
+
+/* Disk use of the tree at dirfd/name (st_blocks), no symlink followed. */
+static uint64_t du_at(int at, const char *name, int depth)
+{
+	struct stat st;
+	uint64_t sum;
+	DIR *d;
+	struct dirent *de;
+	int fd;
+
+	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	sum = (uint64_t)st.st_blocks * 512;
+	if (!S_ISDIR(st.st_mode) || depth > 256)
+		return sum;
+	fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sum;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return sum;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			sum += du_at(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	return sum;
+}
+
+static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size_t *removed);
+
+struct import {
+	struct store *s;
+	struct source src;
+	void (*warn)(void *userdata, const char *msg);
+	void *userdata;
+	uint64_t max_bytes; /* per layer */
+	json_t *layers;	    /* [{digest, key}] bottom first */
+};
+
+/* Unpack the verified layer blob (fd) as layers/sha256/<key>, on top of the layers in
+ * im->layers so far (for its opaque directories). */
+static int unpack_layer(struct import *im, int fd, const char *key, struct ts_error *err)
+{
+	char final[128], tmp[128];
+	int lower_fds[TS_OCI_MAX_LAYERS];
+	size_t n_lowers = 0;
+	struct ts_layer_stats st;
+	struct ts_layer_opts o = { .whiteouts = true,
+				   .max_bytes = im->max_bytes,
+				   .warn = im->warn,
+				   .userdata = im->userdata };
+	_cleanup_close_ int dfd = -EBADF;
+	size_t i;
+	json_t *l;
+	int r;
+
+	snprintf(final, sizeof(final), "layers/sha256/%s", key);
+	if (faccessat(im->s->fd, final, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0; /* unpacked once already */
+	json_array_foreach(im->layers, i, l) {
+		char p[128];
+
+		snprintf(p, sizeof(p), "layers/sha256/%s",
+			 json_string_value(json_object_get(l, "key")));
+		lower_fds[n_lowers] =
+			openat(im->s->fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (lower_fds[n_lowers] >= 0)
+			n_lowers++;
+	}
+	o.lower_fds = lower_fds;
+	o.n_lowers = n_lowers;
+	snprintf(tmp, sizeof(tmp), "tmp/layer-%s-%d", key, (int)getpid());
+	ts_rm_rf_at(im->s->fd, tmp);
+	if (mkdirat(im->s->fd, tmp, 0755) < 0) {
+		r = ts_err_errno(err, -errno, "create `%s/%s`", im->s->dir, tmp);
+		goto out;
+	}
+	dfd = openat(im->s->fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		r = ts_err_errno(err, -errno, "open `%s/%s`", im->s->dir, tmp);
+		goto out;
+	}
+	r = ts_layer_unpack(fd, dfd, &o, &st, err);
+	if (r < 0) {
+		ts_err_prefix(err, r, "layer sha256:%s", key);
+		ts_rm_rf_at(im->s->fd, tmp);
+		goto out;
+	}
+	syncfs(dfd);
+	if (renameat(im->s->fd, tmp, im->s->fd, final) < 0) {
+		r = ts_err_errno(err, -errno, "install layer `%s/%s`", im->s->dir, final);
+		ts_rm_rf_at(im->s->fd, tmp);
+	}
+out:
+	for (i = 0; i < n_lowers; i++)
+		close(lower_fds[i]);
+	return r;
+}
+
+/* Add the layer blob (verified by fetch) with digest hex on top of im->layers. */
+static int add_layer(struct import *im, int blobfd, const char *hex, struct ts_error *err)
+{
+	char key[65], chain[200];
+	size_t n = json_array_size(im->layers);
+	int r;
+
+	if (n >= TS_OCI_MAX_LAYERS)
+		return ts_err(err, -E2BIG, "the image has more than %d layers", TS_OCI_MAX_LAYERS);
+	if (n == 0) {
+		snprintf(key, sizeof(key), "%s", hex);
+	} else {
+		snprintf(chain, sizeof(chain), "%s sha256:%s",
+			 json_string_value(
+				 json_object_get(json_array_get(im->layers, n - 1), "key")),
+			 hex);
+		sha256_hex_of(chain, key);
+	}
+	r = unpack_layer(im, blobfd, key, err);
+	if (r < 0)
+		return r;
+	json_array_append_new(im->layers,
+			      json_pack("{s:s+,s:s}", "digest", "sha256:", hex, "key", key));
+	return 0;
+}
+
+static bool platform_ok(json_t *desc)
+{
+	json_t *p = json_object_get(desc, "platform");
+
+	return json_is_object(p) &&
+	       !strcmp(json_string_value(json_object_get(p, "os")) ?: "", "linux") &&
+	       !strcmp(json_string_value(json_object_get(p, "architecture")) ?: "", OCI_ARCH);
+}
+
+static bool is_index_type(const char *mt)
+{
+	return mt && (!strcmp(mt, "application/vnd.oci.image.index.v1+json") ||
+		      !strcmp(mt, "application/vnd.docker.distribution.manifest.list.v2+json"));
+}
+
+/* Pick from the OCI index idx the manifest (descend into nested indexes): its descriptor. */
+static int pick_manifest(struct import *im, json_t *idx, const char *ref, int depth, json_t **ret,
+			 struct ts_error *err)
+{
+	json_t *ms = json_object_get(idx, "manifests"), *m, *pick = NULL;
+	size_t i, n_match = 0;
+
+	if (!json_is_array(ms) || json_array_size(ms) == 0)
+		return ts_err(err, -EBADMSG, "`%s`: an index without manifests", im->src.shown);
+	if (depth > 4)
+		return ts_err(err, -ELOOP, "`%s`: indexes nested too deep", im->src.shown);
+	json_array_foreach(ms, i, m) {
+		const char *name = json_string_value(json_object_get(
+			json_object_get(m, "annotations"), "org.opencontainers.image.ref.name"));
+
+		if (depth == 0 && ref) {
+			if (name && !strcmp(name, ref)) {
+				pick = m;
+				n_match++;
+			}
+		} else if (depth > 0) {
+			if (platform_ok(m) ||
+			    (!json_object_get(m, "platform") && json_array_size(ms) == 1)) {
+				pick = m;
+				break;
+			}
+		} else {
+			pick = m;
+			n_match++;
+		}
+	}
+	if (depth == 0 && ref && !pick)
+		return ts_err(err, -ENOENT, "`%s` has no image named `%s`", im->src.shown, ref);
+	if (depth == 0 && !ref && n_match > 1) {
+		/* several: the platform decides when it names one, else the caller does */
+		size_t n_platform = 0;
+
+		pick = NULL;
+		json_array_foreach(ms, i, m)
+			if (platform_ok(m)) {
+				pick = m;
+				n_platform++;
+			}
+		if (n_platform != 1)
+			return ts_err(err, -EINVAL,
+				      "`%s` holds %zu images: name one with oci:DIR:REF",
+				      im->src.shown, n_match);
+	}
+	if (!pick)
+		return ts_err(err, -ENOENT, "`%s` has no image for linux/%s", im->src.shown,
+			      OCI_ARCH);
+	if (is_index_type(json_string_value(json_object_get(pick, "mediaType")))) {
+		const char *hex = digest_hex(json_string_value(json_object_get(pick, "digest")));
+		_cleanup_free_ char *text = NULL;
+		char path[128];
+		json_t *sub = NULL;
+		int r;
+
+		if (!hex)
+			return ts_err(err, -EBADMSG, "`%s`: an index entry without a sha256 digest",
+				      im->src.shown);
+		blob_path(hex, path, sizeof(path));
+		r = fetch_json(im->s, &im->src, path, hex,
+			       json_integer_value(json_object_get(pick, "size")), &text, &sub, err);
+		if (r < 0)
+			return r;
+		r = pick_manifest(im, sub, NULL, depth + 1, ret, err);
+		json_decref(sub);
+		return r;
+	}
+	*ret = json_deep_copy(pick);
+	return *ret ? 0 : ts_err(err, -ENOMEM, "out of memory");
+}
+
+static int record(struct import *im, const char *name, const char *source, const char *manifest_hex,
+		  const char *config_hex, struct ts_error *err)
+{
+	json_t *idx = NULL, *entry;
+	int r = read_index(im->s, &idx, err);
+
+	if (r < 0)
+		return r;
+	entry = json_pack("{s:s+,s:s+,s:O,s:s,s:I}", "digest", "sha256:", manifest_hex, "config",
+			  "sha256:", config_hex, "layers", im->layers, "source", source, "imported",
+			  (json_int_t)time(NULL));
+	if (!entry || json_object_set_new(json_object_get(idx, "images"), name, entry) < 0) {
+		json_decref(idx);
+		return ts_err(err, -ENOMEM, "out of memory");
+	}
+	r = write_index(im->s, idx, err);
+	json_decref(idx);
+	return r;
+}
+
+/* The image of an OCI layout open as im->src (ref: NULL or a ref.name). */
+static int import_layout(struct import *im, const char *ref, const char *name, const char *source,
+			 char *digest, size_t len, struct ts_error *err)
+{
+	_cleanup_free_ char *itext = NULL, *mtext = NULL, *ctext = NULL;
+	json_t *idx = NULL, *desc = NULL, *man = NULL, *cfg = NULL, *ls, *l, *diffs;
+	const char *mhex, *chex;
+	char path[128];
+	json_error_t jerr;
+	size_t i;
+	int r;
+
+	r = read_beneath(&im->src, "index.json", &itext, err);
+	if (r < 0)
+		return ts_err_prefix(err, r, "not an OCI image layout?");
+	idx = json_loads(itext, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_object(idx)) {
+		r = ts_err(err, -EBADMSG, "`%s/index.json` is not a JSON object: %s", im->src.shown,
+			   jerr.text);
+		goto out;
+	}
+	r = pick_manifest(im, idx, ref, 0, &desc, err);
+	if (r < 0)
+		goto out;
+	mhex = digest_hex(json_string_value(json_object_get(desc, "digest")));
+	if (!mhex) {
+		r = ts_err(err, -EBADMSG, "`%s`: a manifest without a sha256 digest",
+			   im->src.shown);
+		goto out;
+	}
+	blob_path(mhex, path, sizeof(path));
+	r = fetch_json(im->s, &im->src, path, mhex,
+		       json_integer_value(json_object_get(desc, "size")), &mtext, &man, err);
+	if (r < 0)
+		goto out;
+	chex = digest_hex(
+		json_string_value(json_object_get(json_object_get(man, "config"), "digest")));
+	ls = json_object_get(man, "layers");
+	if (!chex || !json_is_array(ls)) {
+		r = ts_err(err, -EBADMSG, "`%s`: manifest sha256:%s has no config or layers",
+			   im->src.shown, mhex);
+		goto out;
+	}
+	blob_path(chex, path, sizeof(path));
+	r = fetch_json(im->s, &im->src, path, chex,
+		       json_integer_value(json_object_get(json_object_get(man, "config"), "size")),
+		       &ctext, &cfg, err);
+	if (r < 0)
+		goto out;
+	diffs = json_object_get(json_object_get(cfg, "rootfs"), "diff_ids");
+	if (!json_is_array(diffs) || json_array_size(diffs) != json_array_size(ls)) {
+		r = ts_err(
+			err, -EBADMSG,
+			"`%s`: the config's rootfs.diff_ids do not list the manifest's %zu layers",
+			im->src.shown, json_array_size(ls));
+		goto out;
+	}
+	json_array_foreach(ls, i, l) {
+		const char *lhex = digest_hex(json_string_value(json_object_get(l, "digest")));
+		json_t *size = json_object_get(l, "size");
+		int fd;
+
+		if (!lhex) {
+			r = ts_err(err, -EBADMSG, "`%s`: layer %zu has no sha256 digest",
+				   im->src.shown, i);
+			goto out;
+		}
+		blob_path(lhex, path, sizeof(path));
+		fd = fetch_blob(im->s, &im->src, path, lhex,
+				json_is_integer(size) ? json_integer_value(size) : -1, 64ULL << 30,
+				err);
+		if (fd < 0) {
+			r = fd;
+			goto out;
+		}
+		/* the config's diff_id: the digest of the layer decompressed */
+		{
+			const char *want = digest_hex(json_string_value(json_array_get(diffs, i)));
+			char got[65];
+
+			r = ts_layer_diff_id(fd, im->max_bytes, got, err);
+			if (r == 0 && (!want || strcmp(got, want) != 0))
+				r = ts_err(err, -EBADMSG,
+					   "`%s`: layer sha256:%s decompresses to sha256:%s, its "
+					   "config's diff_id says %s; refusing the image",
+					   im->src.shown, lhex, got,
+					   json_string_value(json_array_get(diffs, i))
+						   ?: "nothing");
+			if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+				r = ts_err_errno(err, -errno, "seek");
+			if (r < 0) {
+				close(fd);
+				goto out;
+			}
+		}
+		r = add_layer(im, fd, lhex, err);
+		close(fd);
+		if (r < 0)
+			goto out;
+	}
+	if ((r = keep_blob(im->s, mhex, mtext, err)) < 0 ||
+	    (r = keep_blob(im->s, chex, ctext, err)) < 0)
+		goto out;
+	r = record(im, name, source, mhex, chex, err);
+	if (r == 0)
+		snprintf(digest, len, "sha256:%s", mhex);
+out:
+	json_decref(idx);
+	json_decref(desc);
+	json_decref(man);
+	json_decref(cfg);
+	return r;
+}
+
+/* A `docker save` tarball, unpacked (its own entries checked as a layer's) into tmp/. */
+static int import_docker(struct import *im, const char *file, const char *name, const char *source,
+			 char *digest, size_t len, struct ts_error *err)
+{
+	_cleanup_free_ char *mtext = NULL, *ctext = NULL, *mantext = NULL;
+	_cleanup_close_ int fd = -EBADF, dfd = -EBADF;
+	json_t *mj = NULL, *cfg = NULL, *man = NULL, *img, *ls, *l, *mlayers;
+	struct ts_layer_opts o = { .max_entries = 100000,
+				   .max_bytes = im->max_bytes ? im->max_bytes * TS_OCI_MAX_LAYERS
+							      : 0,
+				   .warn = im->warn,
+				   .userdata = im->userdata };
+	struct ts_layer_stats st;
+	char tmp[64], chex[65], mhex[65];
+	const char *cpath;
+	json_error_t jerr;
+	size_t i;
+	int r;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open `%s`", file);
+	snprintf(tmp, sizeof(tmp), "tmp/archive-%d", (int)getpid());
+	ts_rm_rf_at(im->s->fd, tmp);
+	if (mkdirat(im->s->fd, tmp, 0700) < 0 ||
+	    (dfd = openat(im->s->fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return ts_err_errno(err, -errno, "create `%s/%s`", im->s->dir, tmp);
+	r = ts_layer_unpack(fd, dfd, &o, &st, err);
+	if (r < 0) {
+		ts_err_prefix(err, r, "`%s`", file);
+		goto out;
+	}
+	im->src.dirfd = dfd;
+	im->src.shown = file;
+	if (faccessat(dfd, "manifest.json", F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    faccessat(dfd, "index.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		r = import_layout(im, NULL, name, source, digest, len, err);
+		goto out;
+	}
+	r = read_beneath(&im->src, "manifest.json", &mtext, err);
+	if (r < 0) {
+		ts_err_prefix(err, r, "not a `docker save` tarball?");
+		goto out;
+	}
+	mj = json_loads(mtext, JSON_REJECT_DUPLICATES, &jerr);
+	img = json_array_get(mj, 0);
+	cpath = json_string_value(json_object_get(img, "Config"));
+	ls = json_object_get(img, "Layers");
+	if (!json_is_array(mj) || json_array_size(mj) != 1 || !cpath || !json_is_array(ls)) {
+		r = ts_err(err, -EBADMSG,
+			   "`%s`: manifest.json must describe one image with Config and Layers",
+			   file);
+		goto out;
+	}
+	r = read_beneath(&im->src, cpath, &ctext, err);
+	if (r < 0)
+		goto out;
+	sha256_hex_of(ctext, chex);
+	cfg = json_loads(ctext, JSON_REJECT_DUPLICATES, &jerr);
+	{
+		json_t *diffs = json_object_get(json_object_get(cfg, "rootfs"), "diff_ids");
+
+		if (!json_is_array(diffs) || json_array_size(diffs) != json_array_size(ls)) {
+			r = ts_err(err, -EBADMSG,
+				   "`%s`: the config's rootfs.diff_ids do not list the %zu layers",
+				   file, json_array_size(ls));
+			goto out;
+		}
+		mlayers = json_array();
+		json_array_foreach(ls, i, l) {
+			const char *want = digest_hex(json_string_value(json_array_get(diffs, i)));
+			const char *lp = json_string_value(l);
+			int lfd;
+
+			if (!want || !lp) {
+				json_decref(mlayers);
+				r = ts_err(err, -EBADMSG,
+					   "`%s`: layer %zu without a sha256 diff_id", file, i);
+				goto out;
+			}
+			/* docker layers are uncompressed: their digest is the diff_id */
+			lfd = fetch_blob(im->s, &im->src, lp, want, -1, 64ULL << 30, err);
+			if (lfd < 0) {
+				json_decref(mlayers);
+				r = lfd;
+				goto out;
+			}
+			r = add_layer(im, lfd, want, err);
+			close(lfd);
+			if (r < 0) {
+				json_decref(mlayers);
+				goto out;
+			}
+			json_array_append_new(mlayers,
+					      json_pack("{s:s,s:s+}", "mediaType",
+							"application/vnd.oci.image.layer.v1.tar",
+							"digest", "sha256:", want));
+		}
+	}
+	/* the manifest this image would have as an OCI layout */
+	man = json_pack("{s:i,s:s,s:{s:s,s:s+,s:I},s:o}", "schemaVersion", 2, "mediaType",
+			"application/vnd.oci.image.manifest.v1+json", "config", "mediaType",
+			"application/vnd.oci.image.config.v1+json", "digest", "sha256:", chex,
+			"size", (json_int_t)strlen(ctext), "layers", mlayers);
+	mantext = man ? json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (!mantext) {
+		r = ts_err(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	sha256_hex_of(mantext, mhex);
+	if ((r = keep_blob(im->s, mhex, mantext, err)) < 0 ||
+	    (r = keep_blob(im->s, chex, ctext, err)) < 0)
+		goto out;
+	r = record(im, name, source, mhex, chex, err);
+	if (r == 0)
+		snprintf(digest, len, "sha256:%s", mhex);
+out:
+	ts_rm_rf_at(im->s->fd, tmp);
+	json_decref(mj);
+	json_decref(cfg);
+	json_decref(man);
+	return r;
+}
+
+int ts_oci_import(const char *root, const char *src, const char *name, uint64_t max_bytes,
+		  void (*warn)(void *userdata, const char *msg), void *userdata, char *digest,
+		  size_t len, struct ts_error *err)
+{
+	struct store s;
+	struct import im = { .s = &s, .warn = warn, .userdata = userdata, .max_bytes = max_bytes };
+	int r;
+
+	if (!ts_oci_name_valid(name))
+		return ts_err(err, -EINVAL,
+			      "image name `%s`: use letters, digits and `._:/@+-`, at most 255, "
+			      "starting with a letter or digit",
+			      name);
+	r = store_open(root, true, &s, err);
+	if (r < 0)
+		goto out;
+	/* under the lock no other import runs: what is in tmp/ was left by a killed one */
+	{
+		uint64_t freed = 0;
+		size_t removed = 0;
+
+		sweep(s.fd, "tmp", NULL, &freed, &removed);
+	}
+	im.layers = json_array();
+	if (!im.layers) {
+		r = ts_err(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (ts_startswith(src, "oci:")) {
+		_cleanup_free_ char *dir = strdup(src + 4);
+		char *colon = dir ? strrchr(dir, ':') : NULL;
+		const char *ref = NULL;
+		_cleanup_close_ int dfd = -EBADF;
+
+		if (!dir) {
+			r = ts_err(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		if (colon && !strchr(colon, '/')) {
+			*colon = '\0';
+			ref = colon + 1;
+		}
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			r = ts_err_errno(err, -errno, "OCI layout `%s`", dir);
+			goto out;
+		}
+		im.src.dirfd = dfd;
+		im.src.shown = dir;
+		r = import_layout(&im, ref && ref[0] ? ref : NULL, name, src, digest, len, err);
+	} else if (ts_startswith(src, "docker-archive:")) {
+		r = import_docker(&im, src + 15, name, src, digest, len, err);
+	} else {
+		r = ts_err(err, -EINVAL,
+			   "`%s`: import from oci:DIR[:REF] (an OCI image layout) or "
+			   "docker-archive:FILE (a `docker save` tarball)",
+			   src);
+	}
+out:
+	json_decref(im.layers);
+	store_close(&s);
+	return r;
+}
+
+static int lookup(struct store *s, const char *name, json_t **idx, json_t **entry,
+		  struct ts_error *err)
+{
+	int r = read_index(s, idx, err);
+
+	if (r < 0)
+		return r;
+	*entry = json_object_get(json_object_get(*idx, "images"), name);
+	if (!json_is_object(*entry))
+		return ts_err(err, -ENOENT, "no image `%s` (see `toren-sandbox image ls`)", name);
+	return 0;
+}
+
+int ts_oci_list(const char *root, json_t **ret, struct ts_error *err)
+{
+	struct store s;
+	json_t *idx = NULL, *out, *e;
+	const char *name;
+	int r = store_open(root, false, &s, err);
+
+	if (r == -ENOENT) {
+		ts_err_clear(err);
+		store_close(&s);
+		*ret = json_array();
+		return *ret ? 0 : ts_err(err, -ENOMEM, "out of memory");
+	}
+	if (r < 0) {
+		store_close(&s);
+		return r;
+	}
+	r = read_index(&s, &idx, err);
+	if (r < 0) {
+		store_close(&s);
+		return r;
+	}
+	out = json_array();
+	json_object_foreach(json_object_get(idx, "images"), name, e) {
+		uint64_t size = 0;
+		size_t i;
+		json_t *l;
+
+		json_array_foreach(json_object_get(e, "layers"), i, l) {
+			char p[128];
+
+			snprintf(p, sizeof(p), "layers/sha256/%s",
+				 json_string_value(json_object_get(l, "key")) ?: "-");
+			size += du_at(s.fd, p, 0);
+		}
+		json_array_append_new(
+			out,
+			json_pack("{s:s,s:O,s:I,s:I,s:O}", "name", name, "digest",
+				  json_object_get(e, "digest"), "layers",
+				  (json_int_t)json_array_size(json_object_get(e, "layers")), "size",
+				  (json_int_t)size, "source", json_object_get(e, "source")));
+	}
+	json_decref(idx);
+	store_close(&s);
+	*ret = out;
+	return 0;
+}
+
+int ts_oci_inspect(const char *root, const char *name, json_t **ret, struct ts_error *err)
+{
+	struct store s;
+	json_t *idx = NULL, *e, *out = NULL, *layers, *l, *man = NULL, *cfg = NULL;
+	char path[128];
+	size_t i;
+	int r = store_open(root, false, &s, err);
+
+	if (r < 0 || (r = lookup(&s, name, &idx, &e, err)) < 0)
+		goto out;
+	for (int k = 0; k < 2; k++) {
+		const char *hex =
+			digest_hex(json_string_value(json_object_get(e, k ? "config" : "digest")));
+		_cleanup_free_ char *text = NULL;
+
+		if (!hex || blob_path(hex, path, sizeof(path)) < 0 ||
+		    (r = ts_read_file_at(s.fd, path, MAX_JSON, &text, NULL)) < 0) {
+			r = ts_err(err, -EBADMSG, "image `%s`: its %s blob is missing in `%s`",
+				   name, k ? "config" : "manifest", s.dir);
+			goto out;
+		}
+		*(k ? &cfg : &man) = json_loads(text, 0, NULL);
+	}
+	layers = json_array();
+	json_array_foreach(json_object_get(e, "layers"), i, l) {
+		snprintf(path, sizeof(path), "layers/sha256/%s",
+			 json_string_value(json_object_get(l, "key")) ?: "-");
+		json_array_append_new(layers,
+				      json_pack("{s:O,s:O,s:s++,s:I}", "digest",
+						json_object_get(l, "digest"), "key",
+						json_object_get(l, "key"), "path", s.dir, "/", path,
+						"size", (json_int_t)du_at(s.fd, path, 0)));
+	}
+	out = json_pack("{s:s,s:O,s:O,s:O?,s:o?,s:o?,s:o}", "name", name, "digest",
+			json_object_get(e, "digest"), "source", json_object_get(e, "source"),
+			"imported", json_object_get(e, "imported"), "manifest", man, "config", cfg,
+			"layers", layers);
+	man = cfg = NULL;
+	if (!out)
+		r = ts_err(err, -ENOMEM, "out of memory");
+out:
+	json_decref(idx);
+	json_decref(man);
+	json_decref(cfg);
+	store_close(&s);
+	*ret = out;
+	return r;
+}
+
+int ts_oci_env(const char *root, const char *name, char *buf, size_t len, size_t *used,
+	       struct ts_error *err)
+{
+	static const char *const ours[] = { "HOME", "USER", "LOGNAME", "TERM" };
+	struct store s;
+	json_t *idx = NULL, *e, *cfg = NULL, *v;
+	_cleanup_free_ char *text = NULL;
+	const char *hex;
+	char path[128];
+	size_t i, count = 0;
+	int r = store_open(root, false, &s, err);
+
+	*used = 0;
+	if (r < 0 || (r = lookup(&s, name, &idx, &e, err)) < 0)
+		goto out;
+	hex = digest_hex(json_string_value(json_object_get(e, "config")));
+	if (!hex || blob_path(hex, path, sizeof(path)) < 0 ||
+	    ts_read_file_at(s.fd, path, MAX_JSON, &text, NULL) < 0 ||
+	    !(cfg = json_loads(text, 0, NULL))) {
+		r = ts_err(err, -EBADMSG, "image `%s`: its config blob is missing in `%s`", name,
+			   s.dir);
+		goto out;
+	}
+	json_array_foreach(json_object_get(json_object_get(cfg, "config"), "Env"), i, v) {
+		const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
+		char n[256];
+		bool skip = false;
+
+		if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(n) || count >= 64)
+			continue;
+		snprintf(n, sizeof(n), "%.*s", (int)(eq - kv), kv);
+		for (size_t k = 0; k < ELEMENTSOF(ours); k++)
+			skip |= !strcmp(n, ours[k]);
+		if (skip || !ts_env_name_valid(n) || *used + strlen(kv) + 1 > len)
+			continue;
+		memcpy(buf + *used, kv, strlen(kv) + 1);
+		*used += strlen(kv) + 1;
+		count++;
+	}
+out:
+	json_decref(idx);
+	json_decref(cfg);
+	store_close(&s);
+	return r;
+}
+
+bool ts_oci_has(const char *root, const char *name)
+{
+	struct store s;
+	json_t *idx = NULL, *e;
+	bool has = false;
+
+	s.fd = s.lock = -EBADF;
+	if (ts_oci_name_valid(name) && store_open(root, false, &s, NULL) == 0)
+		has = lookup(&s, name, &idx, &e, NULL) == 0;
+	json_decref(idx);
+	store_close(&s);
+	return has;
+}
+
+int ts_oci_rm(const char *root, const char *name, struct ts_error *err)
+{
+	struct store s;
+	json_t *idx = NULL, *e;
+	int r = store_open(root, true, &s, err);
+
+	if (r == 0 && (r = lookup(&s, name, &idx, &e, err)) == 0) {
+		json_object_del(json_object_get(idx, "images"), name);
+		r = write_index(&s, idx, err);
+	}
+	json_decref(idx);
+	store_close(&s);
+	return r;
+}
+
+/* Remove the entries of dirfd/sub whose names are not in keep (a JSON object used as a
+ * set); count them and their disk use. */
+static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size_t *removed)
+{
+	_cleanup_close_ int fd =
+		openat(dirfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(fcntl(fd, F_DUPFD_CLOEXEC, 3));
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (keep && json_object_get(keep, de->d_name))
+			continue;
+		*freed += du_at(fd, de->d_name, 0);
+		if (ts_rm_rf_at(fd, de->d_name) == 0)
+			(*removed)++;
+	}
+	closedir(d);
+	return 0;
+}
+
+int ts_oci_prune(const char *root, uint64_t *freed, size_t *removed, struct ts_error *err)
+{
+	struct store s;
+	json_t *idx = NULL, *e, *layers = json_object(), *blobs = json_object(), *l;
+	const char *name;
+	size_t i;
+	int r = store_open(root, true, &s, err);
+
+	*freed = 0;
+	*removed = 0;
+	if (r < 0 || (r = read_index(&s, &idx, err)) < 0)
+		goto out;
+	json_object_foreach(json_object_get(idx, "images"), name, e) {
+		const char *m = digest_hex(json_string_value(json_object_get(e, "digest")));
+		const char *c = digest_hex(json_string_value(json_object_get(e, "config")));
+
+		if (m)
+			json_object_set_new(blobs, m, json_true());
+		if (c)
+			json_object_set_new(blobs, c, json_true());
+		json_array_foreach(json_object_get(e, "layers"), i, l) {
+			const char *k = json_string_value(json_object_get(l, "key"));
+
+			if (k)
+				json_object_set_new(layers, k, json_true());
+		}
+	}
+	if ((r = sweep(s.fd, "layers/sha256", layers, freed, removed)) < 0 ||
+	    (r = sweep(s.fd, "blobs/sha256", blobs, freed, removed)) < 0 ||
+	    (r = sweep(s.fd, "tmp", NULL, freed, removed)) < 0)
+		r = ts_err_errno(err, r, "prune `%s`", s.dir);
+out:
+	json_decref(idx);
+	json_decref(layers);
+	json_decref(blobs);
+	store_close(&s);
+	return r;
+}
+
+int ts_oci_lowers(const char *root, const char *name, char (*lowers)[4096], size_t max, size_t *n,
+		  struct ts_error *err)
+{
+	struct store s;
+	json_t *idx = NULL, *e, *ls;
+	size_t count;
+	int r = store_open(root, false, &s, err);
+
+	*n = 0;
+	if (r < 0 || (r = lookup(&s, name, &idx, &e, err)) < 0)
+		goto out;
+	ls = json_object_get(e, "layers");
+	count = json_array_size(ls);
+	if (count == 0 || count > max) {
+		r = ts_err(err, -E2BIG, "image `%s` has %zu layers (1 to %zu can be stacked)", name,
+			   count, max);
+		goto out;
+	}
+	for (size_t i = 0; i < count; i++) {
+		const char *k = json_string_value(json_object_get(json_array_get(ls, i), "key"));
+		char *dst = lowers[count - 1 - i];
+
+		if (!k || !hex64(k)) {
+			r = ts_err(err, -EBADMSG, "image `%s`: a damaged layer entry", name);
+			goto out;
+		}
+		if ((size_t)snprintf(dst, 4096, "%.3900s/layers/sha256/%s", s.dir, k) >= 4096) {
+			r = ts_err(err, -ENAMETOOLONG, "image store path too long");
+			goto out;
+		}
+		if (access(dst, F_OK) < 0) {
+			r = ts_err_errno(err, -errno,
+					 "image `%s`: layer `%s` (import the image again)", name,
+					 dst);
+			goto out;
+		}
+	}
+	*n = count;
+out:
+	json_decref(idx);
+	store_close(&s);
+	return r;
+}

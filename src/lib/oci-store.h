@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The local image store, $ROOT/images/oci/:
+ *   index.json            names: NAME -> {digest (of the manifest), config, layers, source}
+ *   blobs/sha256/<hex>    the manifests and configs, as imported (content-addressed)
+ *   layers/sha256/<key>/  each layer unpacked once (oci-layer.h); <key> is the chain of the
+ *                         verified layer digests below and including it
+ *                         (sha256(parent-key + " " + layer-digest)), so a layer's directory
+ *                         (whose opaque directories depend on the layers below) is shared
+ *                         only by images with the same layers under it
+ *   tmp/                  work in progress: a layer is unpacked into tmp/ and renamed into
+ *                         layers/ when complete, so a killed import leaves no half layer in
+ *                         use (only a tmp/ entry, removed by the next import or prune)
+ *   lock                  flock(2): imports, rm and prune take it exclusively
+ * Every blob is checked against its sha256 digest (and its size) before use, and each
+ * layer, decompressed, against its config's diff_id: a mismatch is refused. The layer blobs are not kept once unpacked.
+ */
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define TS_OCI_MAX_LAYERS 14 /* the helper stacks at most 16 lower layers */
+
+/* Is s a usable image name ([A-Za-z0-9] then [A-Za-z0-9._:/@+-], at most 255, no `..`)? */
+bool ts_oci_name_valid(const char *s);
+
+/*
+ * Import src as name: `oci:DIR[:REF]` (an OCI image layout; REF picks the manifest by its
+ * org.opencontainers.image.ref.name, else the layout's only one; an index picks linux and
+ * this machine's architecture) or `docker-archive:FILE` (a `docker save` tarball). An
+ * existing name is replaced. Each layer may unpack to at most max_bytes (0: 16 GiB),
+ * else the import fails with -EFBIG. warn gets each neutralised entry of a layer. The
+ * manifest's digest goes to digest (72 bytes). 0 or -errno.
+ */
+int ts_oci_import(const char *root, const char *src, const char *name, uint64_t max_bytes,
+		  void (*warn)(void *userdata, const char *msg), void *userdata, char *digest,
+		  size_t len, struct ts_error *err);
+
+/* [{name, digest, layers, size, source}] of the store's images, sorted by name. */
+int ts_oci_list(const char *root, json_t **ret, struct ts_error *err);
+
+/* {name, digest, source, manifest, config, layers: [{digest, key, path, size}]}. -ENOENT
+ * for an unknown name. */
+int ts_oci_inspect(const char *root, const char *name, json_t **ret, struct ts_error *err);
+
+/*
+ * The Env of name's config, as "NAME=VALUE\0" entries in buf (*used bytes): at most 64,
+ * valid names only, without HOME, USER, LOGNAME and TERM (the sandbox's user model sets
+ * those). 0 or -errno.
+ */
+int ts_oci_env(const char *root, const char *name, char *buf, size_t len, size_t *used,
+	       struct ts_error *err);
+
+/* Does the store have an image called name? */
+bool ts_oci_has(const char *root, const char *name);
+
+/* Forget name (its layers stay until prune). -ENOENT for an unknown name. */
+int ts_oci_rm(const char *root, const char *name, struct ts_error *err);
+
+/* Remove the layers and blobs no name refers to, and tmp/. *freed: bytes on disk. */
+int ts_oci_prune(const char *root, uint64_t *freed, size_t *removed, struct ts_error *err);
+
+/* The layer directories of name, top first, into lowers (max entries). 0 or -errno. */
+int ts_oci_lowers(const char *root, const char *name, char (*lowers)[4096], size_t max, size_t *n,
+		  struct ts_error *err);

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The image store without a sandbox: what `image import` writes into a layer directory.
+
+Whiteouts and opaque directories as 0/0 character devices (recursively where both layers
+have the directory), hostile entries neutralised in the directory itself, no half layer
+left, `image ls`/`rm`/`prune` on the store. Builds its images with tests/live/images.py's
+helpers; needs no root and no namespaces.
+
+usage: image-store.py SOURCE_DIR TOREN_SANDBOX_BINARY. TAP on stdout.
+"""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+src, cli = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(src, "tests", "live"))
+work = tempfile.mkdtemp(prefix="ts-image-store-")
+os.environ["TOREN_SANDBOX_ROOT"] = f"{work}/root"
+import images as im  # noqa: E402
+
+im.cli = cli
+im.root = f"{work}/root"
+n = 0
+failed = 0
+
+
+def t(cond, desc):
+    global n, failed
+    n += 1
+    print(("ok" if cond else "not ok") + f" {n} - {desc}", flush=True)
+    if not cond:
+        failed += 1
+    return cond
+
+
+def ts(*args):
+    return subprocess.run([cli, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TOREN_SANDBOX_ROOT": f"{work}/root"})
+
+
+def is_whiteout(path):
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+
+
+def layer_dirs(name):
+    r = ts("image", "inspect", name)
+    return [l["path"] for l in json.loads(r.stdout)["layers"]] if r.returncode == 0 else []
+
+
+try:
+    lay = im.Layout(f"{work}/oci")
+    upper = [(".wh.gone.txt", "file", b"", 0o644),
+             ("opq", "dir", None, 0o755), ("opq/.wh..wh..opq", "file", b"", 0o644),
+             ("opq/sub", "dir", None, 0o755), ("opq/sub/new2", "file", b"n\n", 0o644),
+             ("keep/.wh.a", "file", b"", 0o644)]
+    lay.index([lay.image([im.busybox_base(), upper])])
+    r = ts("image", "import", f"oci:{work}/oci", "two")
+    t(r.returncode == 0, "import a two-layer image") or print("# " + r.stderr)
+    dirs = layer_dirs("two")
+    t(len(dirs) == 2, "two layer directories")
+    if len(dirs) == 2:
+        top = dirs[1]
+        t(is_whiteout(f"{top}/gone.txt") and is_whiteout(f"{top}/keep/a"),
+          "`.wh.NAME` became a 0/0 character device")
+        t(not os.path.lexists(f"{top}/.wh.gone.txt") and not os.path.lexists(f"{top}/opq/.wh..wh..opq"),
+          "no `.wh.` file is left in the layer")
+        t(is_whiteout(f"{top}/opq/old1") and os.path.isdir(f"{top}/opq/sub")
+          and is_whiteout(f"{top}/opq/sub/old2") and os.path.isfile(f"{top}/opq/sub/new2"),
+          "an opaque directory whites out the names below, recursively into a shared directory")
+        t(not os.path.lexists(f"{top}/keep/b") and os.path.isfile(f"{dirs[0]}/keep/b"),
+          "a plain directory gets no whiteouts and the lower layer is untouched")
+
+    outside = f"{work}/outside"
+    os.makedirs(outside)
+    hostile = [("../escape", "file", b"x", 0o644), ("link", "symlink", outside, 0o777),
+               ("link/through", "file", b"x", 0o644), ("hl", "hardlink", "/etc/passwd", 0o644),
+               ("dev", "chr", None, 0o666), ("suid", "file", b"x", 0o6755),
+               ("inner", "file", b"i", 0o644), ("hl-inner", "hardlink", "inner", 0o644)]
+    hl = im.Layout(f"{work}/hostile")
+    hl.index([hl.image([hostile])])
+    r = ts("image", "import", f"oci:{work}/hostile", "hostile")
+    t(r.returncode == 0 and r.stderr.count("warning:") == 5,
+      "a hostile layer imports with a warning per neutralised entry") or print("# " + r.stderr)
+    d = (layer_dirs("hostile") or [""])[0]
+    t(os.listdir(outside) == [] and not os.path.exists(f"{work}/escape")
+      and not os.path.lexists(f"{d}/hl") and not os.path.lexists(f"{d}/dev"),
+      "nothing outside the layer; no hard link out, no device")
+    t(os.path.islink(f"{d}/link") and os.readlink(f"{d}/link") == outside,
+      "a symbolic link is kept as it is (never followed)")
+    t(os.path.exists(f"{d}/suid") and os.stat(f"{d}/suid").st_mode & 0o7777 == 0o755,
+      "setuid and setgid bits are cleared")
+    t(os.path.exists(f"{d}/hl-inner") and os.stat(f"{d}/hl-inner").st_ino == os.stat(f"{d}/inner").st_ino,
+      "a hard link inside the layer is kept")
+
+    bomb = im.Layout(f"{work}/bomb")
+    bomb.index([bomb.image([[(f"f{i}", "file", b"\0" * (1 << 20), 0o644) for i in range(6)]])])
+    before = sorted(os.listdir(f"{work}/root/images/oci/layers/sha256"))
+    r = ts("image", "import", "--max-size", "4M", f"oci:{work}/bomb", "bomb")
+    t(r.returncode != 0 and sorted(os.listdir(f"{work}/root/images/oci/layers/sha256")) == before
+      and os.listdir(f"{work}/root/images/oci/tmp") == [],
+      "a layer past --max-size is refused and leaves no layer and nothing in tmp/") or print("# " + r.stderr)
+    r = ts("image", "import", "--max-size", "x", f"oci:{work}/bomb", "bomb")
+    t(r.returncode == 2, "a bad --max-size is a usage error")
+    r = ts("image", "import", f"oci:{work}/oci", "../bad")
+    t(r.returncode != 0 and "image name" in r.stderr, "a name with `..` is refused")
+    r = ts("image", "import", f"dir:{work}/oci", "x")
+    t(r.returncode != 0 and "oci:DIR" in r.stderr, "an unknown transport is refused, naming the two")
+
+    r = ts("image", "rm", "two", "hostile")
+    t(r.returncode == 0 and json.loads(ts("image", "ls", "--json").stdout) == [], "image rm")
+    r = ts("image", "prune")
+    t(r.returncode == 0 and os.listdir(f"{work}/root/images/oci/layers/sha256") == [],
+      "image prune empties the store") or print("# " + r.stdout + r.stderr)
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+print(f"1..{n}")
+sys.exit(1 if failed else 0)
