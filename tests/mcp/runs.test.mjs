@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// `toren-sandbox mcp` without --sandbox begins a durable run (its id on stderr) whose
-// sandbox the runner makes; every call is in the run's log; a client that resumes it
+// `toren-sandbox mcp --run new` begins a durable run (its id on stderr) whose sandbox the
+// runner makes; every call is in the run's log; a client that resumes it
 // (--run R) by repeating its calls in order gets the recorded results (_meta replayed),
 // a call with other arguments at a recorded position is a divergence (an isError result),
-// and a new call after them executes.
+// and a new call after them executes. Without --run, a session's own run is finished when
+// it ends: nothing can resume it.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ts, connect, removeSandbox, text } from './lib.mjs'
@@ -26,7 +27,7 @@ test('a new run, then resumed: recorded calls replay, a changed one diverges', a
   ]
   const ls = await ts('runs', 'ls').then(() => '', (e) => e.message)
   if (ls) return t.skip(`the event log does not work yet: ${ls.slice(0, 200)}`)
-  const c1 = await connect(t, ['--approve-cmd', 'true'])
+  const c1 = await connect(t, ['--run', 'new', '--approve-cmd', 'true'])
   const first = []
   for (const [name, args] of calls) first.push(await c1.callTool({ name, arguments: args }))
   const run = (c1.stderr().match(/run (r[0-9a-f]+)/) ?? [])[1]
@@ -62,4 +63,21 @@ test('a new run, then resumed: recorded calls replay, a changed one diverges', a
   assert.equal(d.isError, true, JSON.stringify(d))
   assert.equal(d.structuredContent?.error, 'divergence', JSON.stringify(d.structuredContent))
   assert.match(text(d), /diverges/)
+})
+
+test('a session without --run has a run of its own, finished when it ends', async (t) => {
+  const ls = await ts('runs', 'ls').then(() => '', (e) => e.message)
+  if (ls) return t.skip(`the event log does not work yet: ${ls.slice(0, 200)}`)
+  const c = await connect(t, ['--approve-cmd', 'true'])
+  await c.callTool({ name: 'bash', arguments: { command: 'true' } })
+  const run = (c.stderr().match(/run (r[0-9a-f]+)/) ?? [])[1]
+  assert.ok(run, `the run's id is on stderr: ${c.stderr()}`)
+  runs.push(run)
+  await c.close()
+  let shown = {}
+  for (let i = 0; i < 100 && !shown.finished_ms; i++) {
+    shown = JSON.parse(await ts('runs', 'show', run))
+    if (!shown.finished_ms) await new Promise((r) => setTimeout(r, 100))
+  }
+  assert.ok(shown.finished_ms > 0, `the run is finished after the session: ${JSON.stringify(shown).slice(0, 300)}`)
 })
