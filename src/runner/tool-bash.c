@@ -31,8 +31,6 @@
 #define BG_LIST_MAX 200		      /* bash_list: processes shown */
 #define BG_CMD_SHOWN 300	      /* bash_list: bytes of a command shown */
 #define BASH_COMMAND_MAX (256U << 10) /* a command line (one control message holds it) */
-#define EXEC_GRACE_MS 15000	      /* past its timeout, how long a command may take to end */
-#define KILL_GRACE_MS 5000	      /* after a kill, how long its end may take to come */
 #define STOP_TERM_MS 3000	      /* bash_stop: SIGTERM, then SIGKILL after this */
 
 static void jsonp_free(json_t **j)
@@ -94,29 +92,15 @@ size_t ts_tool_utf8_prefix(const void *data, size_t len)
 
 /* --- running a command --------------------------------------------------------------- */
 
-int ts_tool_exec(struct ts_toolbox *t, char *const *argv, const char *cwd,
-		 unsigned long long timeout_ms, bool with_envs, ts_tool_out_fn fn, void *userdata,
-		 struct ts_run_result *ret, bool *stopped, struct ts_error *err)
+int ts_tool_wait(struct ts_cmd *c, const char *name, unsigned long long deadline, ts_tool_out_fn fn,
+		 void *userdata, struct ts_run_result *ret, bool *stopped, struct ts_error *err)
 {
-	struct ts_cmd_opts o = {
-		.argv = (char **)argv,
-		.envs = with_envs ? t->envs : NULL,
-		.n_envs = with_envs ? t->n_envs : 0,
-		.cwd = cwd ? cwd : t->workspace,
-		.user = t->user,
-		.timeout_ms = timeout_ms,
-	};
-	_cleanup_(ts_cmd_closep) struct ts_cmd *c = NULL;
-	unsigned long long deadline = ts_now_ms() + timeout_ms + EXEC_GRACE_MS;
 	bool killed = false;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	if (stopped)
 		*stopped = false;
-	r = ts_cmd_start(t->sb, &o, &c, NULL, NULL, err);
-	if (r < 0)
-		return r;
 	for (;;) {
 		struct ts_cmd_event ev;
 		unsigned long long now = ts_now_ms();
@@ -127,11 +111,11 @@ int ts_tool_exec(struct ts_toolbox *t, char *const *argv, const char *cwd,
 				return ts_err(err, -ETIMEDOUT,
 					      "the sandbox did not report the end of `%s` after it "
 					      "was killed",
-					      argv[0]);
+					      name);
 			ts_cmd_signal_self(c, SIGKILL, NULL);
 			killed = true;
 			ret->timed_out = true;
-			deadline = now + KILL_GRACE_MS;
+			deadline = now + TS_TOOL_KILL_GRACE_MS;
 			continue;
 		}
 		r = ts_cmd_wait_event(
@@ -157,8 +141,33 @@ int ts_tool_exec(struct ts_toolbox *t, char *const *argv, const char *cwd,
 		killed = true;
 		if (stopped)
 			*stopped = true;
-		deadline = ts_now_ms() + KILL_GRACE_MS;
+		deadline = ts_now_ms() + TS_TOOL_KILL_GRACE_MS;
 	}
+}
+
+int ts_tool_exec(struct ts_toolbox *t, char *const *argv, const char *cwd,
+		 unsigned long long timeout_ms, bool with_envs, ts_tool_out_fn fn, void *userdata,
+		 struct ts_run_result *ret, bool *stopped, struct ts_error *err)
+{
+	struct ts_cmd_opts o = {
+		.argv = (char **)argv,
+		.envs = with_envs ? t->envs : NULL,
+		.n_envs = with_envs ? t->n_envs : 0,
+		.cwd = cwd ? cwd : t->workspace,
+		.user = t->user,
+		.timeout_ms = timeout_ms,
+	};
+	_cleanup_(ts_cmd_closep) struct ts_cmd *c = NULL;
+	unsigned long long deadline = ts_now_ms() + timeout_ms + TS_TOOL_EXEC_GRACE_MS;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (stopped)
+		*stopped = false;
+	r = ts_cmd_start(t->sb, &o, &c, NULL, NULL, err);
+	if (r < 0)
+		return r;
+	return ts_tool_wait(c, argv[0], deadline, fn, userdata, ret, stopped, err);
 }
 
 /* --- foreground: head and tail ------------------------------------------------------- */
@@ -701,7 +710,7 @@ static int tool_bash_stop(struct ts_toolbox *t, json_t *args, struct ts_tool_res
 		if (r < 0 && r != -ESRCH)
 			return ts_err_prefix(err, r, "kill `%s`", id);
 		ts_err_clear(err);
-		r = bg_wait_end(t, id, KILL_GRACE_MS, &s, err);
+		r = bg_wait_end(t, id, TS_TOOL_KILL_GRACE_MS, &s, err);
 		if (r < 0)
 			return r;
 		if (s.running)

@@ -217,9 +217,6 @@ static int load_ignores(struct ts_toolbox *t, const char *abs, const char *rel,
 
 /* --- the search's own command ------------------------------------------------------ */
 
-#define EXEC_GRACE_MS 15000 /* past its timeout, how long a search may take to end */
-#define KILL_GRACE_MS 5000  /* after a kill, how long its end may take to come */
-
 /*
  * The search command is started before the .gitignore files are looked for, so that its
  * walk and theirs run at once: its output waits in the sandbox (back-pressure) until the
@@ -235,7 +232,7 @@ static int search_start(struct ts_toolbox *t, char **argv, struct ts_cmd **ret,
 		.timeout_ms = SEARCH_TIMEOUT_MS,
 	};
 
-	*deadline = ts_now_ms() + SEARCH_TIMEOUT_MS + EXEC_GRACE_MS;
+	*deadline = ts_now_ms() + SEARCH_TIMEOUT_MS + TS_TOOL_EXEC_GRACE_MS;
 	return ts_cmd_start(t->sb, &o, ret, NULL, NULL, err);
 }
 
@@ -246,56 +243,6 @@ static void search_abandonp(struct ts_cmd **c)
 		return;
 	ts_cmd_signal_self(*c, SIGKILL, NULL);
 	ts_cmd_close(*c);
-}
-
-static int search_wait(struct ts_cmd *c, const char *name, unsigned long long deadline,
-		       ts_tool_out_fn fn, void *userdata, struct ts_run_result *ret, bool *stopped,
-		       struct ts_error *err)
-{
-	bool killed = false;
-	int r;
-
-	memset(ret, 0, sizeof(*ret));
-	*stopped = false;
-	for (;;) {
-		struct ts_cmd_event ev;
-		unsigned long long now = ts_now_ms();
-
-		if (now >= deadline) {
-			if (killed)
-				return ts_err(err, -ETIMEDOUT,
-					      "the sandbox did not report the end of `%s` after it "
-					      "was killed",
-					      name);
-			ts_cmd_signal_self(c, SIGKILL, NULL);
-			killed = true;
-			ret->timed_out = true;
-			deadline = now + KILL_GRACE_MS;
-			continue;
-		}
-		r = ts_cmd_wait_event(
-			c, &ev, (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now), err);
-		if (r == -ETIMEDOUT) {
-			ts_err_clear(err);
-			continue;
-		}
-		if (r < 0)
-			return r;
-		if (ev.type == TS_CMD_EV_START)
-			continue;
-		if (ev.type == TS_CMD_EV_END) {
-			ret->exit_code = ev.exit_code;
-			ret->signal = ev.signal;
-			ret->timed_out = ret->timed_out || ev.timed_out;
-			return 0;
-		}
-		if (killed || fn(userdata, ev.type, ev.data, ev.len))
-			continue;
-		ts_cmd_signal_self(c, SIGKILL, NULL);
-		killed = true;
-		*stopped = true;
-		deadline = ts_now_ms() + KILL_GRACE_MS;
-	}
 }
 
 /* --- results ------------------------------------------------------------------------- */
@@ -526,7 +473,7 @@ static int tool_find(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 		free(s);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
-	r = search_wait(c, "find", deadline, find_add, s, &rr, &stopped, err);
+	r = ts_tool_wait(c, "find", deadline, find_add, s, &rr, &stopped, err);
 	if (r == 0)
 		ts_cmd_close(TAKE_PTR(c)); /* ended */
 	if (r == 0 && s->oom)
@@ -839,7 +786,7 @@ static int tool_grep(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 	s->abs_len = strlen(abs);
 	s->rel = rel;
 	s->out = &out;
-	r = search_wait(c, "grep", deadline, grep_add, s, &rr, &stopped, err);
+	r = ts_tool_wait(c, "grep", deadline, grep_add, s, &rr, &stopped, err);
 	if (r == 0)
 		ts_cmd_close(TAKE_PTR(c)); /* ended */
 	if (r == 0 && s->oom)

@@ -19,7 +19,9 @@
 #define TS_TOOL_BASH_TIMEOUT_MAX_MS (3600 * 1000ULL) /* the longest it may ask */
 #define TS_TOOL_LIST_MAX 1000			     /* find's and grep's results */
 #define TS_TOOL_TAG_LEN 3			     /* hex characters of a line tag */
-#define TS_TOOL_SNIFF 8192 /* the first part of a file that must be UTF-8 (else binary) */
+#define TS_TOOL_SNIFF 8192	    /* the first part of a file that must be UTF-8 (else binary) */
+#define TS_TOOL_EXEC_GRACE_MS 15000 /* past its timeout, how long a command may take to end */
+#define TS_TOOL_KILL_GRACE_MS 5000  /* after a kill, how long its end may take to come */
 
 struct ts_toolbox {
 	struct ts_sb *sb;
@@ -204,3 +206,8 @@ typedef bool (*ts_tool_out_fn)(void *userdata, enum ts_cmd_event_type stream, co
 int ts_tool_exec(struct ts_toolbox *t, char *const *argv, const char *cwd,
 		 unsigned long long timeout_ms, bool with_envs, ts_tool_out_fn fn, void *userdata,
 		 struct ts_run_result *ret, bool *stopped, struct ts_error *err);
+/* The wait of ts_tool_exec, for a command started otherwise (c borrowed; name for
+ * messages): its output to fn until its end, killed at deadline (ts_now_ms) or when fn
+ * asks, then TS_TOOL_KILL_GRACE_MS for its end. */
+int ts_tool_wait(struct ts_cmd *c, const char *name, unsigned long long deadline, ts_tool_out_fn fn,
+		 void *userdata, struct ts_run_result *ret, bool *stopped, struct ts_error *err);
