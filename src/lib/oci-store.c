@@ -167,17 +167,111 @@ struct source {
 	const char *shown;
 };
 
+#define BENEATH_LINKS_MAX 40 /* symlinks followed by the walk without openat2 */
+
+/*
+ * Without openat2 (a kernel before 5.6, or inside a sandbox, whose seccomp filter answers
+ * ENOSYS for it): the same rule walked by hand. The path is made lexical first, each
+ * symlink met is read and its target put in its place (an absolute one, or `..` above the
+ * top, leads out: -EXDEV), and every component is opened with O_NOFOLLOW from the one
+ * before, so nothing resolves outside dirfd.
+ */
+static int open_beneath_walk(int dirfd, const char *path)
+{
+	char todo[PATH_MAX * 2], done[PATH_MAX];
+	unsigned links = 0;
+
+	if (strlen(path) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	snprintf(todo, sizeof(todo), "%s", path);
+	done[0] = '\0';
+	for (;;) {
+		/* todo: what is left, relative to done (a lexical path below dirfd) */
+		char *p = todo, *next;
+		if (*p == '/')
+			return -EXDEV;
+		while (*p) {
+			next = strchr(p, '/');
+			size_t n = next ? (size_t)(next - p) : strlen(p);
+			char comp[NAME_MAX + 1];
+			if (n > NAME_MAX)
+				return -ENAMETOOLONG;
+			memcpy(comp, p, n);
+			comp[n] = '\0';
+			p = next ? next + 1 : p + n;
+			if (!n || !strcmp(comp, "."))
+				continue;
+			if (!strcmp(comp, "..")) {
+				char *slash = strrchr(done, '/');
+				if (!done[0])
+					return -EXDEV;
+				if (slash)
+					*slash = '\0';
+				else
+					done[0] = '\0';
+				continue;
+			}
+			char cand[PATH_MAX];
+			if (snprintf(cand, sizeof(cand), "%s%s%s", done, done[0] ? "/" : "",
+				     comp) >= (int)sizeof(cand))
+				return -ENAMETOOLONG;
+			/* a symlink? its target takes its place */
+			char target[PATH_MAX];
+			ssize_t tl = readlinkat(dirfd, cand, target, sizeof(target) - 1);
+			if (tl >= 0) {
+				if (++links > BENEATH_LINKS_MAX)
+					return -ELOOP;
+				target[tl] = '\0';
+				if (target[0] == '/')
+					return -EXDEV;
+				char rest[PATH_MAX * 2];
+				if (snprintf(rest, sizeof(rest), "%s%s%s", target, *p ? "/" : "",
+					     p) >= (int)sizeof(rest))
+					return -ENAMETOOLONG;
+				snprintf(todo, sizeof(todo), "%s", rest);
+				goto again;
+			}
+			memcpy(done, cand, strlen(cand) + 1);
+		}
+		break;
+again:;
+	}
+	if (!done[0])
+		return -EISDIR;
+	/* every component of done is a directory or the file, none a symlink (checked above;
+	 * O_NOFOLLOW at each step keeps a swap from leading elsewhere) */
+	int fd = dup(dirfd);
+	if (fd < 0)
+		return -errno;
+	char *q = done;
+	for (;;) {
+		char *slash = strchr(q, '/');
+		if (slash)
+			*slash = '\0';
+		int nfd = openat(
+			fd, q, (slash ? O_PATH | O_DIRECTORY : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(fd);
+		if (nfd < 0)
+			return -e;
+		fd = nfd;
+		if (!slash)
+			return fd;
+		q = slash + 1;
+	}
+}
+
 /* Open path below src->dirfd, never leaving it (no absolute path, no `..` above it, no
  * symlink out: a docker archive may link a layer to another one, never elsewhere). */
 static int open_beneath(const struct source *src, const char *path)
 {
-	struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
-	int fd;
-
 	/* a symlink as the last component is resolved beneath too */
-	how.flags &= ~(unsigned long long)O_NOFOLLOW;
-	fd = ts_openat2(src->dirfd, path, &how);
+	int fd = ts_openat2(src->dirfd, path, &how);
+
+	if (fd < 0 && errno == ENOSYS)
+		return open_beneath_walk(src->dirfd, path);
 	return fd < 0 ? -errno : fd;
 }
 
