@@ -54,11 +54,9 @@ static void append_bounded(char *buf, size_t max, size_t *len, const uint8_t *d,
 	buf[*len] = '\0';
 }
 
-/* --- .gitignore files ---------------------------------------------------------------- */
-
-struct names {
-	char **v;
-	size_t n;
+/* NUL-separated records of a command's stdout (find -printf '...\0'), its stderr kept
+ * (bounded) for messages. A record longer than RECORD_MAX is left out. */
+struct nul_records {
 	char rec[RECORD_MAX];
 	size_t rec_len;
 	bool rec_over;
@@ -66,40 +64,62 @@ struct names {
 	size_t err_len;
 };
 
+/* Feed one piece of output; each whole record goes to fn (false: stop, returned). */
+static bool nul_records_feed(struct nul_records *r, enum ts_cmd_event_type stream,
+			     const uint8_t *data, size_t len,
+			     bool (*fn)(void *userdata, char *rec, size_t len), void *userdata)
+{
+	if (stream == TS_CMD_EV_STDERR) {
+		append_bounded(r->errout, sizeof(r->errout), &r->err_len, data, len);
+		return true;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (data[i] != '\0') {
+			if (r->rec_len < sizeof(r->rec) - 1)
+				r->rec[r->rec_len++] = (char)data[i];
+			else
+				r->rec_over = true; /* longer than any path: left out */
+			continue;
+		}
+		r->rec[r->rec_len] = '\0';
+		bool go = r->rec_over || fn(userdata, r->rec, r->rec_len);
+		r->rec_len = 0;
+		r->rec_over = false;
+		if (!go)
+			return false;
+	}
+	return true;
+}
+
+/* --- .gitignore files ---------------------------------------------------------------- */
+
+struct names {
+	char **v;
+	size_t n;
+	struct nul_records out;
+};
+
+static bool names_record(void *userdata, char *rec, size_t len)
+{
+	struct names *s = userdata;
+	char **grown = realloc(s->v, (s->n + 1) * sizeof(char *));
+
+	if (!grown || !(grown[s->n] = strdup(rec))) {
+		if (grown)
+			s->v = grown;
+		return false;
+	}
+	s->v = grown;
+	s->n++;
+	return s->n < GITIGNORE_FILES_MAX;
+}
+
 static bool names_add(void *userdata, enum ts_cmd_event_type stream, const uint8_t *data,
 		      size_t len)
 {
 	struct names *s = userdata;
 
-	if (stream == TS_CMD_EV_STDERR) {
-		append_bounded(s->errout, sizeof(s->errout), &s->err_len, data, len);
-		return true;
-	}
-	for (size_t i = 0; i < len; i++) {
-		if (data[i] != '\0') {
-			if (s->rec_len < sizeof(s->rec) - 1)
-				s->rec[s->rec_len++] = (char)data[i];
-			else
-				s->rec_over = true;
-			continue;
-		}
-		s->rec[s->rec_len] = '\0';
-		if (!s->rec_over) {
-			char **grown = realloc(s->v, (s->n + 1) * sizeof(char *));
-			if (!grown || !(grown[s->n] = strdup(s->rec))) {
-				if (grown)
-					s->v = grown;
-				return false;
-			}
-			s->v = grown;
-			s->n++;
-		}
-		s->rec_len = 0;
-		s->rec_over = false;
-		if (s->n >= GITIGNORE_FILES_MAX)
-			return false;
-	}
-	return true;
+	return nul_records_feed(&s->out, stream, data, len, names_record, s);
 }
 
 static size_t depth(const char *p)
@@ -293,16 +313,12 @@ struct find_state {
 	bool by_name; /* the pattern has no `/`: it matches a name */
 	const char *rel;
 	size_t rel_len;
-	char rec[RECORD_MAX];
-	size_t rec_len;
-	bool rec_over;
+	struct nul_records out;
 	char skip[RECORD_MAX]; /* an ignored directory being passed (its path below rel) */
 	size_t skip_len;
 	char **paths; /* the matches kept: "d path" */
 	size_t n_paths, total;
 	bool oom;
-	char errout[STDERR_MAX];
-	size_t err_len;
 };
 
 static void find_record(struct find_state *s, char *rec, size_t len)
@@ -357,29 +373,20 @@ static void find_record(struct find_state *s, char *rec, size_t len)
 	s->n_paths++;
 }
 
+static bool find_one(void *userdata, char *rec, size_t len)
+{
+	struct find_state *s = userdata;
+
+	find_record(s, rec, len);
+	return !s->oom && s->total < FAR_PAST;
+}
+
 static bool find_add(void *userdata, enum ts_cmd_event_type stream, const uint8_t *data, size_t len)
 {
 	struct find_state *s = userdata;
 
-	if (stream == TS_CMD_EV_STDERR) {
-		append_bounded(s->errout, sizeof(s->errout), &s->err_len, data, len);
-		return true;
-	}
-	for (size_t i = 0; i < len; i++) {
-		if (data[i] != '\0') {
-			if (s->rec_len < sizeof(s->rec) - 1)
-				s->rec[s->rec_len++] = (char)data[i];
-			else
-				s->rec_over = true; /* longer than any path: left out */
-			continue;
-		}
-		s->rec[s->rec_len] = '\0';
-		if (!s->rec_over)
-			find_record(s, s->rec, s->rec_len);
-		s->rec_len = 0;
-		s->rec_over = false;
-	}
-	return !s->oom && s->total < FAR_PAST;
+	return nul_records_feed(&s->out, stream, data, len, find_one, s) && !s->oom &&
+	       s->total < FAR_PAST;
 }
 
 static int by_path(const void *a, const void *b)
@@ -481,11 +488,11 @@ static int tool_find(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 	if (r < 0)
 		goto done;
 	/* find's failure without a single entry: not GNU find, or the directory is gone */
-	if (!stopped && rr.exit_code != 0 && s->total == 0 && s->err_len &&
-	    !strstr(s->errout, "Permission denied")) {
+	if (!stopped && rr.exit_code != 0 && s->total == 0 && s->out.err_len &&
+	    !strstr(s->out.errout, "Permission denied")) {
 		ts_tool_fail(res, "internal",
 			     "find failed in the sandbox (GNU findutils is needed): %.512s",
-			     s->errout);
+			     s->out.errout);
 		goto done;
 	}
 	if (s->n_paths)
@@ -516,7 +523,7 @@ static int tool_find(struct ts_toolbox *t, json_t *args, struct ts_tool_result *
 	else if (!s->total)
 		fprintf(out.text, "no matches for `%s` in `%s`%s\n", pattern, rel[0] ? rel : ".",
 			gi && ts_gitignore_count(gi) ? " (gitignored paths are left out)" : "");
-	if (s->err_len && strstr(s->errout, "Permission denied"))
+	if (s->out.err_len && strstr(s->out.errout, "Permission denied"))
 		fprintf(out.text, "[some directories could not be read]\n");
 	fclose(out.text);
 	out.text = NULL;
