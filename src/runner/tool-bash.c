@@ -572,6 +572,16 @@ static int tool_bash_output(struct ts_toolbox *t, json_t *args, struct ts_tool_r
 					    "there is no background process `%s` in this sandbox; "
 					    "bash_list lists them",
 					    id);
+		/* started a moment ago: its wrapper has not made its files yet */
+		if (s.running)
+			return ts_tool_ok(res,
+					  json_pack("{s:s, s:I, s:I, s:I, s:b, s:b}", "id", id,
+						    "since", (json_int_t)since, "next_since",
+						    (json_int_t)since, "size", (json_int_t)0,
+						    "more", false, "running", true),
+					  "`%s` has just started and has written nothing yet; next "
+					  "since %lld",
+					  id, since);
 		return ts_tool_fail(res, "not_found",
 				    "the output of `%s` is gone (`" BG_DIR "/%s.out` was removed)",
 				    id, id);

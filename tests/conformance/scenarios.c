@@ -1726,6 +1726,11 @@ const struct conf_scenario conf_scenarios[] = {
 			  .text = "{\"command\": \"echo started; sleep 300 & sleep 300\", \"background\": true}",
 			  .pid = 0,
 			  .detach = true },
+			/* at once: no output yet is not an error */
+			{ .op = C_TOOL,
+			  .sb = 0,
+			  .tool = "bash_output",
+			  .text = "{\"id\": \"${TOOLID:0}\"}" },
 			{ .op = C_SLEEP, .ms = 1000 }, /* its wrapper is in place */
 			{ .op = C_TOOL,
 			  .sb = 0,
