@@ -37,5 +37,13 @@ int ts_cli_backend(const char *cmd, struct ts_backend **ret);
 #include <jansson.h>
 int ts_cli_print_json(json_t *j, bool compact);
 
+/* Before a launch with --image image: pull it (progress on a terminal) when it is a
+ * registry reference the image store has no image of that name for. 0, or -1 with the
+ * reason printed (prefixed with cmd). */
+int ts_cli_image_ensure(const char *root, const char *image, const char *cmd);
+
+/* toren-sandbox image pull (image-pull.c). */
+int ts_cli_image_pull(int argc, char **argv);
+
 /* Parse a signal: a number 1..64, or a name with or without SIG. 0 or -EINVAL. */
 int ts_cli_parse_signal(const char *s, int *ret);

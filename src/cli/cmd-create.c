@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "paths.h"
 #include "commands.h"
 #include "policy.h"
 #include "store.h"
@@ -224,6 +225,16 @@ int ts_subcmd_create(int argc, char **argv)
 	o.n_metadata = n_labels;
 	if (ts_cli_backend("create", &b) < 0)
 		return 1;
+	if (o.template_id && !strcmp(ts_backend_name(b), "local")) {
+		struct ts_paths paths;
+
+		if (ts_paths_init(&paths, &err) < 0) {
+			ts_cli_error("create", &err);
+			return 1;
+		}
+		if (ts_cli_image_ensure(paths.root, o.template_id, "create") < 0)
+			return 1;
+	}
 	if (ts_sb_create(b, &o, &sb, &err) < 0) {
 		ts_cli_error("create", &err);
 		return 1;

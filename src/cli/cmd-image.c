@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * toren-sandbox image import|ls|inspect|rm|prune: the local image store (oci-store.h),
+ * toren-sandbox image pull|import|ls|inspect|rm|prune: the local image store (oci-store.h),
  * whose names `run --image NAME` and `create --image NAME` accept.
  */
 #include <errno.h>
@@ -19,12 +19,14 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: toren-sandbox image import [--max-size SIZE] SOURCE NAME\n"
+	fputs("usage: toren-sandbox image pull [OPTIONS] REFERENCE [NAME]\n"
+	      "       toren-sandbox image import [--max-size SIZE] SOURCE NAME\n"
 	      "       toren-sandbox image ls [--json]\n"
 	      "       toren-sandbox image inspect NAME\n"
 	      "       toren-sandbox image rm NAME...\n"
 	      "       toren-sandbox image prune\n"
 	      "\n"
+	      "  pull     fetch REFERENCE from its registry (see `image pull --help`)\n"
 	      "  import   store the image SOURCE as NAME: oci:DIR[:REF] (an OCI image layout;\n"
 	      "           REF is its org.opencontainers.image.ref.name) or docker-archive:FILE\n"
 	      "           (a `docker save` tarball); every blob is checked against its digest\n"
@@ -98,6 +100,8 @@ int ts_subcmd_image(int argc, char **argv)
 	sub = argv[optind];
 	argc -= optind;
 	argv += optind;
+	if (!strcmp(sub, "pull"))
+		return ts_cli_image_pull(argc, argv);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {

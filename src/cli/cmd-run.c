@@ -263,6 +263,8 @@ int ts_subcmd_run(int argc, char **argv)
 			goto fail;
 	o.policy = &pol;
 	o.paths = &paths;
+	if (ts_cli_image_ensure(paths.root, o.image, "run") < 0)
+		return TS_EXIT_SETUP;
 
 	r = ts_run(&o, &status, &err);
 	if (r < 0)

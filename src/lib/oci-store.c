@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "oci-layer.h"
+#include "oci-registry.h"
 #include "paths.h"
 #include "syscall.h"
 #include "util.h"
@@ -57,7 +58,18 @@ static void store_close(struct store *s)
 
 /* Open the store (with create: made when missing, and locked: for writers only, since
  * index.json is replaced by a rename and readers always see a whole one). */
+static int store_open_waiting(const char *root, bool create, struct store *s,
+			      void (*waiting)(void *userdata), void *userdata,
+			      struct ts_error *err);
+
 static int store_open(const char *root, bool create, struct store *s, struct ts_error *err)
+{
+	return store_open_waiting(root, create, s, NULL, NULL, err);
+}
+
+/* store_open; waiting (when not NULL) is told when another writer holds the lock. */
+static int store_open_waiting(const char *root, bool create, struct store *s,
+			      void (*waiting)(void *userdata), void *userdata, struct ts_error *err)
 {
 	s->fd = s->lock = -EBADF;
 	if ((size_t)snprintf(s->dir, sizeof(s->dir), "%s/images/oci", root) >= sizeof(s->dir))
@@ -75,8 +87,8 @@ static int store_open(const char *root, bool create, struct store *s, struct ts_
 	if (s->fd < 0)
 		return ts_err_errno(err, -errno, "open image store `%s`", s->dir);
 	if (create) {
-		static const char *const sub[] = { "blobs", "blobs/sha256", "layers",
-						   "layers/sha256", "tmp" };
+		static const char *const sub[] = { "blobs",	    "blobs/sha256", "layers",
+						   "layers/sha256", "diffids",	    "tmp" };
 
 		for (size_t i = 0; i < ELEMENTSOF(sub); i++)
 			if (mkdirat(s->fd, sub[i], 0700) < 0 && errno != EEXIST)
@@ -87,6 +99,10 @@ static int store_open(const char *root, bool create, struct store *s, struct ts_
 	s->lock = openat(s->fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (s->lock < 0)
 		return ts_err_errno(err, -errno, "open `%s/lock`", s->dir);
+	if (flock(s->lock, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	if (errno == EWOULDBLOCK && waiting)
+		waiting(userdata);
 	if (flock(s->lock, LOCK_EX) < 0)
 		return ts_err_errno(err, -errno, "lock `%s/lock`", s->dir);
 	return 0;
@@ -165,6 +181,11 @@ static void sha256_hex_of(const char *s, char *hex)
 struct source {
 	int dirfd;
 	const char *shown;
+	/* a pull: manifests and blobs come from here instead (dirfd unused) */
+	struct ts_registry *reg;
+	const char *top_hex; /* the manifest or index the tag named, fetched already */
+	const char *top_text;
+	size_t top_len;
 };
 
 #define BENEATH_LINKS_MAX 40 /* symlinks followed by the walk without openat2 */
@@ -307,23 +328,12 @@ static int read_beneath(const struct source *src, const char *path, char **ret,
 	return 0;
 }
 
-/* Copy the blob dir/path into the store's tmp/ as a new file, checking it against
- * want_hex (and want_size when >= 0); the fd of the copy, at its start. */
-static int fetch_blob(struct store *s, const struct source *src, const char *path,
-		      const char *want_hex, long long want_size, uint64_t max, struct ts_error *err)
+/* A new file in the store's tmp/ that no name reaches (gone when closed). */
+static int tmp_file(struct store *s, struct ts_error *err)
 {
-	_cleanup_close_ int in = -EBADF, out = -EBADF;
-	char hex[65], tmpl[64];
-	uint64_t size;
-	int r;
+	char tmpl[64];
+	int out = openat(s->fd, "tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
 
-	in = open_beneath(src, path);
-	if (in == -EXDEV || in == -ELOOP)
-		return ts_err(err, in, "blob `%s` in `%s` leads out of it; refusing the image",
-			      path, src->shown);
-	if (in < 0)
-		return ts_err_errno(err, in, "blob `%s` in `%s`", path, src->shown);
-	out = openat(s->fd, "tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
 	if (out < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
 		/* no O_TMPFILE here: a named file, unlinked at once */
 		snprintf(tmpl, sizeof(tmpl), "tmp/blob-%d-%p", (int)getpid(), (void *)&out);
@@ -333,6 +343,28 @@ static int fetch_blob(struct store *s, const struct source *src, const char *pat
 	}
 	if (out < 0)
 		return ts_err_errno(err, -errno, "temporary file in `%s/tmp`", s->dir);
+	return out;
+}
+
+/* Copy the blob dir/path into the store's tmp/ as a new file, checking it against
+ * want_hex (and want_size when >= 0); the fd of the copy, at its start. */
+static int fetch_blob(struct store *s, const struct source *src, const char *path,
+		      const char *want_hex, long long want_size, uint64_t max, struct ts_error *err)
+{
+	_cleanup_close_ int in = -EBADF, out = -EBADF;
+	char hex[65];
+	uint64_t size;
+	int r;
+
+	in = open_beneath(src, path);
+	if (in == -EXDEV || in == -ELOOP)
+		return ts_err(err, in, "blob `%s` in `%s` leads out of it; refusing the image",
+			      path, src->shown);
+	if (in < 0)
+		return ts_err_errno(err, in, "blob `%s` in `%s`", path, src->shown);
+	out = tmp_file(s, err);
+	if (out < 0)
+		return out;
 	r = hash_copy(in, out, max, hex, &size);
 	if (r == -EFBIG)
 		return ts_err(err, r, "blob `%s` in `%s` is larger than %llu bytes", path,
@@ -355,11 +387,106 @@ static int fetch_blob(struct store *s, const struct source *src, const char *pat
 	return TAKE_FD(out);
 }
 
-/* A JSON blob of the layout, verified: the text and the parsed object. */
-static int fetch_json(struct store *s, const struct source *src, const char *path, const char *hex,
+static int blob_path(const char *hex, char *out, size_t len);
+
+/* Check what came for sha256:want_hex (want_size when >= 0): -EBADMSG unless it is. */
+static int verify(const struct source *src, const char *what, const char *want_hex,
+		  long long want_size, const char *hex, uint64_t size, struct ts_error *err)
+{
+	if (strcmp(hex, want_hex) != 0)
+		return ts_err(err, -EBADMSG,
+			      "%s sha256:%s from `%s` does not match its digest: it is sha256:%s; "
+			      "refusing the image",
+			      what, want_hex, src->shown, hex);
+	if (want_size >= 0 && size != (uint64_t)want_size)
+		return ts_err(err, -EBADMSG,
+			      "%s sha256:%s from `%s` has %llu bytes, its descriptor says %lld; "
+			      "refusing the image",
+			      what, want_hex, src->shown, (unsigned long long)size, want_size);
+	return 0;
+}
+
+/*
+ * The blob sha256:hex of the source (a manifest or index when manifest: a registry keeps
+ * those apart) as a verified file in tmp/, its fd at the start: from the layout's
+ * blobs/, or downloaded.
+ */
+static int fetch_desc(struct store *s, const struct source *src, bool manifest, const char *hex,
+		      long long size, uint64_t max, struct ts_error *err)
+{
+	_cleanup_close_ int out = -EBADF;
+	char got[65];
+	uint64_t n = 0;
+	int r;
+
+	if (!src->reg) {
+		char path[128];
+
+		blob_path(hex, path, sizeof(path));
+		return fetch_blob(s, src, path, hex, size, max, err);
+	}
+	{
+		/* the store keeps the manifests and configs it imported, verified then */
+		char path[128];
+		int fd;
+
+		blob_path(hex, path, sizeof(path));
+		fd = openat(s->fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+	}
+	out = tmp_file(s, err);
+	if (out < 0)
+		return out;
+	if (manifest) {
+		_cleanup_free_ char *text = NULL;
+		const char *body = NULL;
+		char mtype[128];
+		size_t len = 0;
+
+		if (src->top_hex && !strcmp(src->top_hex, hex)) {
+			body = src->top_text;
+			len = src->top_len;
+		} else {
+			char digest[80];
+
+			snprintf(digest, sizeof(digest), "sha256:%s", hex);
+			r = ts_reg_manifest(src->reg, digest, &text, &len, mtype, sizeof(mtype),
+					    err);
+			if (r < 0)
+				return r;
+			body = text;
+		}
+		{
+			struct sha256_ctx h;
+			uint8_t d[SHA256_DIGEST_SIZE];
+
+			sha256_init(&h);
+			sha256_update(&h, len, (const uint8_t *)body);
+			sha256_digest(&h, sizeof(d), d);
+			to_hex(d, got);
+		}
+		n = len;
+		if (ts_write_all(out, body, len) < 0)
+			return ts_err_errno(err, -errno, "write a manifest to `%s/tmp`", s->dir);
+	} else {
+		r = ts_reg_blob(src->reg, hex, out, max, got, &n, err);
+		if (r < 0)
+			return r;
+	}
+	r = verify(src, manifest ? "manifest" : "blob", hex, size, got, n, err);
+	if (r < 0)
+		return r;
+	if (lseek(out, 0, SEEK_SET) < 0)
+		return ts_err_errno(err, -errno, "seek");
+	return TAKE_FD(out);
+}
+
+/* A JSON blob of the source, verified: the text and the parsed object. */
+static int fetch_json(struct store *s, const struct source *src, bool manifest, const char *hex,
 		      long long size, char **text, json_t **ret, struct ts_error *err)
 {
-	_cleanup_close_ int fd = fetch_blob(s, src, path, hex, size, MAX_JSON, err);
+	_cleanup_close_ int fd = fetch_desc(s, src, manifest, hex, size, MAX_JSON, err);
 	json_error_t jerr;
 	size_t len;
 
@@ -372,7 +499,7 @@ static int fetch_json(struct store *s, const struct source *src, const char *pat
 		ssize_t n = read(fd, *text + len, MAX_JSON - len);
 
 		if (n < 0)
-			return ts_err_errno(err, -errno, "read `%s`", path);
+			return ts_err_errno(err, -errno, "read sha256:%s", hex);
 		if (n == 0)
 			break;
 		len += (size_t)n;
@@ -381,7 +508,7 @@ static int fetch_json(struct store *s, const struct source *src, const char *pat
 	if (!*ret || !json_is_object(*ret)) {
 		json_decref(*ret);
 		*ret = NULL;
-		return ts_err(err, -EBADMSG, "`%s` in `%s` is not a JSON object: %s", path,
+		return ts_err(err, -EBADMSG, "sha256:%s in `%s` is not a JSON object: %s", hex,
 			      src->shown, jerr.text);
 	}
 	return 0;
@@ -488,7 +615,19 @@ struct import {
 	void *userdata;
 	uint64_t max_bytes; /* per layer */
 	json_t *layers;	    /* [{digest, key}] bottom first */
+	/* a pull's progress (NULL: none) */
+	void (*progress)(void *userdata, const struct ts_oci_progress *p);
+	struct ts_oci_progress prog;
+	uint64_t blob_base; /* prog.bytes_done before the layer in flight */
+	bool in_layer;	    /* a layer is being downloaded (not a manifest or config) */
 };
+
+static void tell(struct import *im, enum ts_oci_phase phase)
+{
+	im->prog.phase = phase;
+	if (im->progress)
+		im->progress(im->userdata, &im->prog);
+}
 
 /* Unpack the verified layer blob (fd) as layers/sha256/<key>, on top of the layers in
  * im->layers so far (for its opaque directories). */
@@ -550,30 +689,100 @@ out:
 	return r;
 }
 
-/* Add the layer blob (verified by fetch) with digest hex on top of im->layers. */
-static int add_layer(struct import *im, int blobfd, const char *hex, struct ts_error *err)
+/* The key (oci-store.h) of the layer sha256:hex over the one whose key is below (NULL: the
+ * bottom layer), 65 bytes. */
+static void chain_key(const char *below, const char *hex, char *key)
 {
-	char key[65], chain[200];
+	char chain[200];
+
+	if (!below) {
+		snprintf(key, 65, "%s", hex);
+		return;
+	}
+	snprintf(chain, sizeof(chain), "%s sha256:%s", below, hex);
+	sha256_hex_of(chain, key);
+}
+
+/* The key of the layer with digest hex on top of im->layers. */
+static int layer_key(struct import *im, const char *hex, char *key, struct ts_error *err)
+{
 	size_t n = json_array_size(im->layers);
-	int r;
 
 	if (n >= TS_OCI_MAX_LAYERS)
 		return ts_err(err, -E2BIG, "the image has more than %d layers", TS_OCI_MAX_LAYERS);
-	if (n == 0) {
-		snprintf(key, sizeof(key), "%s", hex);
-	} else {
-		snprintf(chain, sizeof(chain), "%s sha256:%s",
-			 json_string_value(
-				 json_object_get(json_array_get(im->layers, n - 1), "key")),
-			 hex);
-		sha256_hex_of(chain, key);
+	chain_key(n ? json_string_value(json_object_get(json_array_get(im->layers, n - 1), "key"))
+		    : NULL,
+		  hex, key);
+	return 0;
+}
+
+static bool layer_present(struct import *im, const char *key)
+{
+	char p[128];
+
+	snprintf(p, sizeof(p), "layers/sha256/%s", key);
+	return faccessat(im->s->fd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* The diff_id (sha256:<hex>) the layer `key` was unpacked from, as diffids/<key> keeps
+ * it: what a later image naming the same layer must agree with. "" when not recorded. */
+static void read_diff_id(struct import *im, const char *key, char *out, size_t len)
+{
+	char p[128];
+	_cleanup_close_ int fd = -EBADF;
+	ssize_t n;
+
+	out[0] = '\0';
+	snprintf(p, sizeof(p), "diffids/%s", key);
+	fd = openat(im->s->fd, p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, out, len - 1);
+	out[n > 0 ? n : 0] = '\0';
+	if (!ts_startswith(out, "sha256:") || strlen(out) != 71)
+		out[0] = '\0';
+}
+
+static int note_diff_id(struct import *im, const char *key, const char *hex, struct ts_error *err)
+{
+	char p[128], tmp[160], text[80];
+	_cleanup_close_ int fd = -EBADF;
+
+	snprintf(p, sizeof(p), "diffids/%s", key);
+	snprintf(tmp, sizeof(tmp), "tmp/diffid-%s-%d", key, (int)getpid());
+	snprintf(text, sizeof(text), "sha256:%s", hex);
+	fd = openat(im->s->fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || ts_write_all(fd, text, strlen(text)) < 0 ||
+	    renameat(im->s->fd, tmp, im->s->fd, p) < 0) {
+		int e = errno;
+
+		unlinkat(im->s->fd, tmp, 0);
+		return ts_err_errno(err, -e, "record the diff_id of layer %s in `%s`", key,
+				    im->s->dir);
 	}
-	r = unpack_layer(im, blobfd, key, err);
+	return 0;
+}
+
+static int push_layer(struct import *im, const char *hex, const char *key, struct ts_error *err)
+{
+	if (json_array_append_new(im->layers, json_pack("{s:s+,s:s}", "digest", "sha256:", hex,
+							"key", key)) < 0)
+		return ts_err(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Add the layer blob (verified by fetch) with digest hex on top of im->layers. */
+static int add_layer(struct import *im, int blobfd, const char *hex, struct ts_error *err)
+{
+	char key[65];
+	int r = layer_key(im, hex, key, err);
+
 	if (r < 0)
 		return r;
-	json_array_append_new(im->layers,
-			      json_pack("{s:s+,s:s}", "digest", "sha256:", hex, "key", key));
-	return 0;
+	r = unpack_layer(im, blobfd, key, err);
+	if (r < 0 || (r = note_diff_id(im, key, hex, err)) < 0) /* docker: digest = diff_id */
+		return r;
+	return push_layer(im, hex, key, err);
 }
 
 static bool platform_ok(json_t *desc)
@@ -645,15 +854,13 @@ static int pick_manifest(struct import *im, json_t *idx, const char *ref, int de
 	if (is_index_type(json_string_value(json_object_get(pick, "mediaType")))) {
 		const char *hex = digest_hex(json_string_value(json_object_get(pick, "digest")));
 		_cleanup_free_ char *text = NULL;
-		char path[128];
 		json_t *sub = NULL;
 		int r;
 
 		if (!hex)
 			return ts_err(err, -EBADMSG, "`%s`: an index entry without a sha256 digest",
 				      im->src.shown);
-		blob_path(hex, path, sizeof(path));
-		r = fetch_json(im->s, &im->src, path, hex,
+		r = fetch_json(im->s, &im->src, true, hex,
 			       json_integer_value(json_object_get(pick, "size")), &text, &sub, err);
 		if (r < 0)
 			return r;
@@ -685,16 +892,169 @@ static int record(struct import *im, const char *name, const char *source, const
 	return r;
 }
 
+/* The layer i of the manifest (descriptor l, diff_id want) on top of im->layers: skipped
+ * when a layer with its key is unpacked already, else fetched, checked and unpacked. */
+static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff,
+			    struct ts_error *err)
+{
+	const char *lhex = digest_hex(json_string_value(json_object_get(l, "digest")));
+	const char *want = digest_hex(json_string_value(diff));
+	json_t *size = json_object_get(l, "size");
+	_cleanup_close_ int fd = -EBADF;
+	char key[65], got[65];
+	int r;
+
+	if (!lhex)
+		return ts_err(err, -EBADMSG, "`%s`: layer %zu has no sha256 digest", im->src.shown,
+			      i);
+	r = layer_key(im, lhex, key, err);
+	if (r < 0)
+		return r;
+	if (layer_present(im, key)) {
+		char had[80];
+
+		/* unpacked (and checked against its diff_id) by an earlier import or pull: this
+		 * config must name the same content, else it describes another image. A layer
+		 * without a record (an older store) is fetched and checked once more. */
+		read_diff_id(im, key, had, sizeof(had));
+		if (had[0] && strcmp(had, json_string_value(diff) ?: "") != 0)
+			return ts_err(err, -EBADMSG,
+				      "`%s`: layer sha256:%s decompresses to %s, its config's "
+				      "diff_id says %s; refusing the image",
+				      im->src.shown, lhex, had,
+				      json_string_value(diff) ?: "nothing");
+		if (had[0]) {
+			im->prog.layers_done++;
+			im->prog.layers_cached++;
+			tell(im, TS_OCI_PHASE_DOWNLOAD);
+			return push_layer(im, lhex, key, err);
+		}
+	}
+	im->blob_base = im->prog.bytes_done;
+	im->in_layer = true;
+	fd = fetch_desc(im->s, &im->src, false, lhex,
+			json_is_integer(size) ? json_integer_value(size) : -1, 64ULL << 30, err);
+	im->in_layer = false;
+	if (fd < 0)
+		return fd;
+	if (json_is_integer(size))
+		im->prog.bytes_done = im->blob_base + (uint64_t)json_integer_value(size);
+	tell(im, TS_OCI_PHASE_UNPACK);
+	/* the config's diff_id: the digest of the layer decompressed */
+	r = ts_layer_diff_id(fd, im->max_bytes, got, err);
+	if (r < 0)
+		return r;
+	if (!want || strcmp(got, want) != 0)
+		return ts_err(err, -EBADMSG,
+			      "`%s`: layer sha256:%s decompresses to sha256:%s, its config's "
+			      "diff_id says %s; refusing the image",
+			      im->src.shown, lhex, got, json_string_value(diff) ?: "nothing");
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return ts_err_errno(err, -errno, "seek");
+	r = unpack_layer(im, fd, key, err);
+	if (r < 0 || (r = note_diff_id(im, key, got, err)) < 0)
+		return r;
+	im->prog.layers_done++;
+	tell(im, TS_OCI_PHASE_DOWNLOAD);
+	return push_layer(im, lhex, key, err);
+}
+
+/* The image whose manifest desc names (a descriptor: digest, size), from im->src. */
+static int import_manifest(struct import *im, json_t *desc, const char *name, const char *source,
+			   char *digest, size_t len, struct ts_error *err)
+{
+	_cleanup_free_ char *mtext = NULL, *ctext = NULL;
+	json_t *man = NULL, *cfg = NULL, *ls, *l, *diffs;
+	const char *mhex, *chex;
+	size_t i;
+	int r;
+
+	mhex = digest_hex(json_string_value(json_object_get(desc, "digest")));
+	if (!mhex)
+		return ts_err(err, -EBADMSG, "`%s`: a manifest without a sha256 digest",
+			      im->src.shown);
+	r = fetch_json(im->s, &im->src, true, mhex,
+		       json_integer_value(json_object_get(desc, "size")) ?: -1, &mtext, &man, err);
+	if (r < 0)
+		goto out;
+	if (is_index_type(json_string_value(json_object_get(man, "mediaType"))) ||
+	    json_object_get(man, "manifests")) {
+		r = ts_err(err, -EBADMSG, "`%s`: sha256:%s is an index where a manifest belongs",
+			   im->src.shown, mhex);
+		goto out;
+	}
+	chex = digest_hex(
+		json_string_value(json_object_get(json_object_get(man, "config"), "digest")));
+	ls = json_object_get(man, "layers");
+	if (!chex || !json_is_array(ls)) {
+		r = ts_err(err, -EBADMSG, "`%s`: manifest sha256:%s has no config or layers",
+			   im->src.shown, mhex);
+		goto out;
+	}
+	if (json_array_size(ls) > TS_OCI_MAX_LAYERS) {
+		r = ts_err(err, -E2BIG, "`%s`: the image has %zu layers, at most %d are supported",
+			   im->src.shown, json_array_size(ls), TS_OCI_MAX_LAYERS);
+		goto out;
+	}
+	r = fetch_json(im->s, &im->src, false, chex,
+		       json_integer_value(json_object_get(json_object_get(man, "config"), "size"))
+			       ?: -1,
+		       &ctext, &cfg, err);
+	if (r < 0)
+		goto out;
+	diffs = json_object_get(json_object_get(cfg, "rootfs"), "diff_ids");
+	if (!json_is_array(diffs) || json_array_size(diffs) != json_array_size(ls)) {
+		r = ts_err(
+			err, -EBADMSG,
+			"`%s`: the config's rootfs.diff_ids do not list the manifest's %zu layers",
+			im->src.shown, json_array_size(ls));
+		goto out;
+	}
+	/* what is left to download: the layers not unpacked yet (keys from the digests) */
+	im->prog.layers = json_array_size(ls);
+	{
+		char key[65], below[65] = "";
+
+		json_array_foreach(ls, i, l) {
+			const char *h = digest_hex(json_string_value(json_object_get(l, "digest")));
+
+			if (!h)
+				break;
+			chain_key(i ? below : NULL, h, key);
+			snprintf(below, sizeof(below), "%s", key);
+			if (!layer_present(im, key) &&
+			    json_integer_value(json_object_get(l, "size")) > 0)
+				im->prog.bytes_total +=
+					(uint64_t)json_integer_value(json_object_get(l, "size"));
+		}
+	}
+	tell(im, TS_OCI_PHASE_DOWNLOAD);
+	json_array_foreach(ls, i, l) {
+		r = import_one_layer(im, i, l, json_array_get(diffs, i), err);
+		if (r < 0)
+			goto out;
+	}
+	if ((r = keep_blob(im->s, mhex, mtext, err)) < 0 ||
+	    (r = keep_blob(im->s, chex, ctext, err)) < 0)
+		goto out;
+	r = record(im, name, source, mhex, chex, err);
+	if (r == 0) {
+		snprintf(digest, len, "sha256:%s", mhex);
+		tell(im, TS_OCI_PHASE_DONE);
+	}
+out:
+	json_decref(man);
+	json_decref(cfg);
+	return r;
+}
+
 /* The image of an OCI layout open as im->src (ref: NULL or a ref.name). */
 static int import_layout(struct import *im, const char *ref, const char *name, const char *source,
 			 char *digest, size_t len, struct ts_error *err)
 {
-	_cleanup_free_ char *itext = NULL, *mtext = NULL, *ctext = NULL;
-	json_t *idx = NULL, *desc = NULL, *man = NULL, *cfg = NULL, *ls, *l, *diffs;
-	const char *mhex, *chex;
-	char path[128];
+	_cleanup_free_ char *itext = NULL;
+	json_t *idx = NULL, *desc = NULL;
 	json_error_t jerr;
-	size_t i;
 	int r;
 
 	r = read_beneath(&im->src, "index.json", &itext, err);
@@ -707,95 +1067,11 @@ static int import_layout(struct import *im, const char *ref, const char *name, c
 		goto out;
 	}
 	r = pick_manifest(im, idx, ref, 0, &desc, err);
-	if (r < 0)
-		goto out;
-	mhex = digest_hex(json_string_value(json_object_get(desc, "digest")));
-	if (!mhex) {
-		r = ts_err(err, -EBADMSG, "`%s`: a manifest without a sha256 digest",
-			   im->src.shown);
-		goto out;
-	}
-	blob_path(mhex, path, sizeof(path));
-	r = fetch_json(im->s, &im->src, path, mhex,
-		       json_integer_value(json_object_get(desc, "size")), &mtext, &man, err);
-	if (r < 0)
-		goto out;
-	chex = digest_hex(
-		json_string_value(json_object_get(json_object_get(man, "config"), "digest")));
-	ls = json_object_get(man, "layers");
-	if (!chex || !json_is_array(ls)) {
-		r = ts_err(err, -EBADMSG, "`%s`: manifest sha256:%s has no config or layers",
-			   im->src.shown, mhex);
-		goto out;
-	}
-	blob_path(chex, path, sizeof(path));
-	r = fetch_json(im->s, &im->src, path, chex,
-		       json_integer_value(json_object_get(json_object_get(man, "config"), "size")),
-		       &ctext, &cfg, err);
-	if (r < 0)
-		goto out;
-	diffs = json_object_get(json_object_get(cfg, "rootfs"), "diff_ids");
-	if (!json_is_array(diffs) || json_array_size(diffs) != json_array_size(ls)) {
-		r = ts_err(
-			err, -EBADMSG,
-			"`%s`: the config's rootfs.diff_ids do not list the manifest's %zu layers",
-			im->src.shown, json_array_size(ls));
-		goto out;
-	}
-	json_array_foreach(ls, i, l) {
-		const char *lhex = digest_hex(json_string_value(json_object_get(l, "digest")));
-		json_t *size = json_object_get(l, "size");
-		int fd;
-
-		if (!lhex) {
-			r = ts_err(err, -EBADMSG, "`%s`: layer %zu has no sha256 digest",
-				   im->src.shown, i);
-			goto out;
-		}
-		blob_path(lhex, path, sizeof(path));
-		fd = fetch_blob(im->s, &im->src, path, lhex,
-				json_is_integer(size) ? json_integer_value(size) : -1, 64ULL << 30,
-				err);
-		if (fd < 0) {
-			r = fd;
-			goto out;
-		}
-		/* the config's diff_id: the digest of the layer decompressed */
-		{
-			const char *want = digest_hex(json_string_value(json_array_get(diffs, i)));
-			char got[65];
-
-			r = ts_layer_diff_id(fd, im->max_bytes, got, err);
-			if (r == 0 && (!want || strcmp(got, want) != 0))
-				r = ts_err(err, -EBADMSG,
-					   "`%s`: layer sha256:%s decompresses to sha256:%s, its "
-					   "config's diff_id says %s; refusing the image",
-					   im->src.shown, lhex, got,
-					   json_string_value(json_array_get(diffs, i))
-						   ?: "nothing");
-			if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
-				r = ts_err_errno(err, -errno, "seek");
-			if (r < 0) {
-				close(fd);
-				goto out;
-			}
-		}
-		r = add_layer(im, fd, lhex, err);
-		close(fd);
-		if (r < 0)
-			goto out;
-	}
-	if ((r = keep_blob(im->s, mhex, mtext, err)) < 0 ||
-	    (r = keep_blob(im->s, chex, ctext, err)) < 0)
-		goto out;
-	r = record(im, name, source, mhex, chex, err);
 	if (r == 0)
-		snprintf(digest, len, "sha256:%s", mhex);
+		r = import_manifest(im, desc, name, source, digest, len, err);
 out:
 	json_decref(idx);
 	json_decref(desc);
-	json_decref(man);
-	json_decref(cfg);
 	return r;
 }
 
@@ -982,6 +1258,135 @@ int ts_oci_import(const char *root, const char *src, const char *name, uint64_t 
 			   src);
 	}
 out:
+	json_decref(im.layers);
+	store_close(&s);
+	return r;
+}
+
+static void pull_bytes(void *userdata, uint64_t bytes)
+{
+	struct import *im = userdata;
+
+	if (!im->in_layer)
+		return;
+	im->prog.bytes_done = im->blob_base + bytes;
+	tell(im, TS_OCI_PHASE_DOWNLOAD);
+}
+
+static void pull_waiting(void *userdata)
+{
+	tell(userdata, TS_OCI_PHASE_WAIT);
+}
+
+static bool is_manifest_type(const char *mt)
+{
+	return mt && (!strcmp(mt, "application/vnd.oci.image.manifest.v1+json") ||
+		      !strcmp(mt, "application/vnd.docker.distribution.manifest.v2+json"));
+}
+
+int ts_oci_pull(const char *root, const char *refstr, const char *name,
+		const struct ts_oci_pull_opts *o, char *digest, size_t len, struct ts_error *err)
+{
+	struct store s;
+	struct import im = { .s = &s,
+			     .warn = o->warn,
+			     .userdata = o->userdata,
+			     .max_bytes = o->max_bytes,
+			     .progress = o->progress };
+	struct ts_reg_opts ro = { .insecure = o->insecure,
+				  .auth_file = o->auth_file,
+				  .progress = pull_bytes,
+				  .userdata = &im };
+	struct ts_oci_ref ref;
+	struct ts_registry *reg = NULL;
+	_cleanup_free_ char *top = NULL;
+	char mtype[128], top_hex[65], shown[600];
+	json_t *topj = NULL, *desc = NULL;
+	size_t top_len = 0;
+	int r;
+
+	r = ts_oci_ref_parse(refstr, &ref, err);
+	if (r < 0)
+		return r;
+	if (!name)
+		name = refstr;
+	if (!ts_oci_name_valid(name))
+		return ts_err(err, -EINVAL, "image name `%s`: use letters, digits and `._:/@+-`",
+			      name);
+	ts_oci_ref_format(&ref, shown, sizeof(shown));
+	r = store_open_waiting(root, true, &s, pull_waiting, &im, err);
+	if (r < 0)
+		goto out;
+	{
+		uint64_t freed = 0;
+		size_t removed = 0;
+
+		sweep(s.fd, "tmp", NULL, &freed, &removed);
+	}
+	im.layers = json_array();
+	if (!im.layers) {
+		r = ts_err(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	r = ts_reg_open(&ref, &ro, &reg, err);
+	if (r < 0)
+		goto out;
+	im.src.dirfd = -EBADF;
+	im.src.shown = shown;
+	im.src.reg = reg;
+	tell(&im, TS_OCI_PHASE_MANIFEST);
+	r = ts_reg_manifest(reg, ref.digest[0] ? ref.digest : ref.tag, &top, &top_len, mtype,
+			    sizeof(mtype), err);
+	if (r < 0)
+		goto out;
+	{
+		struct sha256_ctx h;
+		uint8_t d[SHA256_DIGEST_SIZE];
+
+		sha256_init(&h);
+		sha256_update(&h, top_len, (const uint8_t *)top);
+		sha256_digest(&h, sizeof(d), d);
+		to_hex(d, top_hex);
+	}
+	/* a digest names exactly these bytes: the registry must not hand out others */
+	if (ref.digest[0] && strcmp(ref.digest + 7, top_hex) != 0) {
+		r = ts_err(err, -EBADMSG,
+			   "%s: the registry's manifest is sha256:%s, not the digest asked for; "
+			   "refusing the image",
+			   shown, top_hex);
+		goto out;
+	}
+	im.src.top_hex = top_hex;
+	im.src.top_text = top;
+	im.src.top_len = top_len;
+	topj = json_loads(top, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(topj)) {
+		r = ts_err(err, -EBADMSG, "%s: the manifest is not a JSON object", shown);
+		goto out;
+	}
+	if (is_index_type(mtype) ||
+	    (!is_manifest_type(mtype) && json_object_get(topj, "manifests"))) {
+		r = pick_manifest(&im, topj, NULL, 1, &desc, err);
+	} else if (is_manifest_type(mtype) || json_object_get(topj, "layers")) {
+		desc = json_pack("{s:s+,s:I}", "digest", "sha256:", top_hex, "size",
+				 (json_int_t)top_len);
+		r = desc ? 0 : ts_err(err, -ENOMEM, "out of memory");
+	} else {
+		r = ts_err(err, -EPROTONOSUPPORT,
+			   "%s: a manifest of type `%s`: only OCI and Docker v2 (schema 2) images "
+			   "are supported",
+			   shown, mtype[0] ? mtype : "unknown");
+	}
+	if (r == 0) {
+		char source[640];
+
+		snprintf(source, sizeof(source), "docker://%s", shown);
+		r = import_manifest(&im, desc, name, source, digest, len, err);
+	}
+out:
+	json_decref(topj);
+	json_decref(desc);
+	ts_reg_free(reg);
 	json_decref(im.layers);
 	store_close(&s);
 	return r;
@@ -1227,6 +1632,7 @@ int ts_oci_prune(const char *root, uint64_t *freed, size_t *removed, struct ts_e
 		}
 	}
 	if ((r = sweep(s.fd, "layers/sha256", layers, freed, removed)) < 0 ||
+	    (r = sweep(s.fd, "diffids", layers, &(uint64_t){ 0 }, &(size_t){ 0 })) < 0 ||
 	    (r = sweep(s.fd, "blobs/sha256", blobs, freed, removed)) < 0 ||
 	    (r = sweep(s.fd, "tmp", NULL, freed, removed)) < 0)
 		r = ts_err_errno(err, r, "prune `%s`", s.dir);

@@ -41,6 +41,41 @@ int ts_oci_import(const char *root, const char *src, const char *name, uint64_t 
 		  void (*warn)(void *userdata, const char *msg), void *userdata, char *digest,
 		  size_t len, struct ts_error *err);
 
+enum ts_oci_phase {
+	TS_OCI_PHASE_WAIT,     /* another import or pull holds the store */
+	TS_OCI_PHASE_MANIFEST, /* asking the registry for the manifest */
+	TS_OCI_PHASE_DOWNLOAD, /* layers coming */
+	TS_OCI_PHASE_UNPACK,   /* a layer downloaded, being checked and unpacked */
+	TS_OCI_PHASE_DONE,
+};
+
+struct ts_oci_progress {
+	enum ts_oci_phase phase;
+	size_t layers, layers_done, layers_cached; /* cached: unpacked before, not fetched */
+	uint64_t bytes_total, bytes_done;	   /* of the layers that are fetched */
+};
+
+struct ts_oci_pull_opts {
+	bool insecure;	       /* plain http to a registry that is not on a loopback address */
+	const char *auth_file; /* NULL: oci-registry.h's search */
+	uint64_t max_bytes;    /* per layer unpacked, as for an import */
+	void (*warn)(void *userdata, const char *msg);
+	/* often (draw at most a few times a second) */
+	void (*progress)(void *userdata, const struct ts_oci_progress *p);
+	void *userdata;
+};
+
+/*
+ * Pull the image reference ref (oci-ref.h) from its registry as name (NULL: ref as
+ * given): the manifest (an index: linux and this machine's architecture), its config
+ * and the layers not unpacked yet — a layer the store has (the same digests below it) is
+ * not downloaded again. Every blob is verified as an import's. Pulls and imports hold the
+ * store's lock, so a second pull of the same image waits for the first and then fetches
+ * only the manifest. 0 or -errno (-ENOENT: the registry has no such image).
+ */
+int ts_oci_pull(const char *root, const char *ref, const char *name,
+		const struct ts_oci_pull_opts *o, char *digest, size_t len, struct ts_error *err);
+
 /* [{name, digest, layers, size, source}] of the store's images, sorted by name. */
 int ts_oci_list(const char *root, json_t **ret, struct ts_error *err);
 

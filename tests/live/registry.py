@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""`image pull` from real registries on this machine, `run --image REF`.
+
+Two registries, both on 127.0.0.1 (a loopback registry is plain http): Debian's
+`docker-registry`, images pushed to it with `skopeo` from OCI layouts built here
+(busybox-static, images.py's builders), and a token-auth registry written here (the bearer
+flow as Docker Hub speaks it, credentials from an auth file) that counts what it serves.
+Checked: a two-layer image with a whiteout and an opaque directory; a multi-arch index
+yields this machine's architecture; a pull by digest, and a digest the registry's bytes
+do not match; a corrupted blob refused with nothing left in use; a second pull fetches no
+layer; two concurrent pulls download each blob once; the bearer flow refuses without
+credentials and works with them; a pull killed mid-layer leaves no half layer and the
+next pull works; `run --image REF` pulls what the store lacks; `image ls` shows it.
+
+TAP on stdout. Env: TS_CLI, TOREN_SANDBOX_ROOT.
+"""
+import base64
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import images  # noqa: E402  (the image builders)
+
+cli = os.environ.get("TS_CLI", "toren-sandbox")
+root = os.environ.get("TOREN_SANDBOX_ROOT", "")
+must_work = os.environ.get("TS_TESTS_MUST_WORK") == "1"
+n = 0
+failed = 0
+
+
+def t(cond, desc):
+    global n, failed
+    n += 1
+    print(("ok" if cond else "not ok") + f" {n} - {desc}", flush=True)
+    if not cond:
+        failed += 1
+    return cond
+
+
+def skip(desc, why):
+    global n
+    n += 1
+    print(f"ok {n} - {desc} # SKIP {why}", flush=True)
+
+
+def diag(msg):
+    for line in str(msg).splitlines():
+        print(f"# {line}", flush=True)
+
+
+def ts(*args, timeout=180, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([cli, *args], capture_output=True, text=True, timeout=timeout, env=e)
+
+
+def pull(*args, env=None):
+    r = ts("image", "pull", "--json", *args, env=env)
+    try:
+        return r, json.loads(r.stdout) if r.returncode == 0 else None
+    except ValueError:
+        return r, None
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def layer_dirs():
+    d = f"{root}/images/oci/layers/sha256"
+    return set(os.listdir(d)) if os.path.isdir(d) else set()
+
+
+# --- the docker-registry -------------------------------------------------------------------
+
+def start_registry(work):
+    port = free_port()
+    data = f"{work}/registry"
+    cfg = f"{work}/registry.yml"
+    with open(cfg, "w") as f:
+        f.write(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {data}\n"
+                f"http:\n  addr: 127.0.0.1:{port}\nlog:\n  level: error\n")
+    log = open(f"{work}/registry.log", "w")
+    p = subprocess.Popen(["docker-registry", "serve", cfg], stdout=log, stderr=log)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return p, port, data
+        except OSError:
+            time.sleep(0.05)
+    p.kill()
+    raise RuntimeError("docker-registry did not listen")
+
+
+def push(layout, ref_name, dest, all_=False):
+    args = ["skopeo", "copy", "--quiet", "--dest-tls-verify=false"]
+    if all_:
+        args.append("--all")
+    args += [f"oci:{layout}:{ref_name}", f"docker://{dest}"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        diag(r.stderr)
+    return r.returncode == 0
+
+
+# --- the token-auth registry -----------------------------------------------------------------
+
+class TokenRegistry:
+    """The bearer flow: /v2/ answers 401 with a challenge naming /token, which hands out a
+    token for the right Basic credentials; manifests and blobs come from an OCI layout."""
+
+    def __init__(self, layout, user, password, slow_blob=None):
+        self.layout = layout
+        self.creds = base64.b64encode(f"{user}:{password}".encode()).decode()
+        self.token = "tok-" + hashlib.sha256(os.urandom(8)).hexdigest()[:16]
+        self.blob_gets = {}
+        self.slow_blob = slow_blob  # a digest served slowly (for the killed pull)
+        self.lock = threading.Lock()
+        reg = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def send(self, code, body=b"", ctype="application/json", extra=None):
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def do_GET(self):
+                path = self.path.split("?")[0]
+                if path == "/token":
+                    if self.headers.get("Authorization") != "Basic " + reg.creds:
+                        return self.send(401, b'{"details":"bad credentials"}')
+                    return self.send(200, json.dumps({"token": reg.token}).encode())
+                if self.headers.get("Authorization") != "Bearer " + reg.token:
+                    port = self.server.server_address[1]
+                    return self.send(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}',
+                                     extra={"WWW-Authenticate":
+                                            f'Bearer realm="http://127.0.0.1:{port}/token",'
+                                            f'service="fake-registry",scope="repository:x/y:pull"'})
+                parts = path.split("/")  # /v2/x/y/(manifests|blobs)/REF
+                if len(parts) < 6:
+                    return self.send(200, b"{}")
+                kind, ref = parts[-2], parts[-1]
+                if kind == "manifests":
+                    if ref.startswith("sha256:"):
+                        h = ref[7:]
+                    else:
+                        idx = json.load(open(f"{reg.layout}/index.json"))
+                        m = [d for d in idx["manifests"]
+                             if d.get("annotations", {}).get("org.opencontainers.image.ref.name") == ref]
+                        if not m:
+                            return self.send(404, b'{"errors":[{"code":"MANIFEST_UNKNOWN","message":"no such tag"}]}')
+                        h = m[0]["digest"][7:]
+                    data = open(f"{reg.layout}/blobs/sha256/{h}", "rb").read()
+                    mt = json.loads(data).get("mediaType", "application/vnd.oci.image.manifest.v1+json")
+                    return self.send(200, data, mt)
+                h = ref[7:]
+                fn = f"{reg.layout}/blobs/sha256/{h}"
+                if not os.path.exists(fn):
+                    return self.send(404, b'{"errors":[{"code":"BLOB_UNKNOWN"}]}')
+                with reg.lock:
+                    reg.blob_gets[h] = reg.blob_gets.get(h, 0) + 1
+                data = open(fn, "rb").read()
+                if reg.slow_blob and ref == reg.slow_blob:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    half = len(data) // 2
+                    self.wfile.write(data[:half])
+                    self.wfile.flush()
+                    time.sleep(30)  # the pull is killed meanwhile
+                    try:
+                        self.wfile.write(data[half:])
+                    except OSError:
+                        pass
+                    return
+                self.send(200, data, "application/octet-stream")
+
+            do_HEAD = do_GET
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def main():
+    if not shutil.which("docker-registry") or not shutil.which("skopeo"):
+        why = "docker-registry and skopeo are not installed (apt-get install docker-registry skopeo)"
+        if must_work:
+            t(False, why)
+        else:
+            print(f"1..0 # SKIP {why}")
+            return 0
+    work = tempfile.mkdtemp(prefix="ts-registry-")
+    reg = None
+    try:
+        reg = start_registry(work)
+        run_tests(work, reg[1], reg[2])
+    finally:
+        if reg:
+            reg[0].kill()
+            reg[0].wait()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"1..{n}")
+    return 1 if failed else 0
+
+
+def run_tests(work, port, data):
+    host = f"127.0.0.1:{port}"
+    base = images.busybox_base()
+    upper = [("keep/b", "file", b"b2\n", 0o644), ("keep/new", "file", b"new\n", 0o644),
+             (".wh.gone.txt", "file", b"", 0o644), ("opq", "dir", None, 0o755),
+             ("opq/.wh..wh..opq", "file", b"", 0o644), ("opq/fresh", "file", b"fresh\n", 0o644)]
+
+    # a two-layer image with whiteouts
+    lay = images.Layout(f"{work}/two")
+    m = lay.image([base, upper])
+    lay.index([images.named(m, "v1")])
+    t(push(f"{work}/two", "v1", f"{host}/test/two:1"), "skopeo pushes a two-layer image")
+    before = layer_dirs()
+    r, j = pull(f"{host}/test/two:1")
+    t(r.returncode == 0 and j and j["layers"] == 2 and j["cached"] == 0 and j["downloaded"] > 0,
+      "image pull fetches both layers") or diag(r.stdout + r.stderr)
+    t(r.returncode == 0 and r.stdout.count("\n") == 1,
+      "not a terminal: no progress bar, one line of JSON") or diag(r.stdout)
+    t(len(layer_dirs() - before) == 2, "two layer directories unpacked")
+    r = ts("run", "--image", f"{host}/test/two:1", "--", "/bin/sh", "-c",
+           "cat /etc/os-release /keep/a /keep/b /keep/new /opq/fresh; ls /opq; test -e /gone.txt || echo nogone")
+    t(r.returncode == 0 and "ID=busybox-test" in r.stdout and "b2" in r.stdout and "new" in r.stdout
+      and "nogone" in r.stdout and "old1" not in r.stdout,
+      "run --image REF sees the pulled image: upper files, whiteout, opaque directory") or diag(r.stdout + r.stderr)
+    r = ts("image", "ls")
+    t(r.returncode == 0 and f"{host}/test/two:1" in r.stdout, "image ls lists the pulled image") or diag(r.stdout)
+
+    # second pull: nothing downloaded
+    r, j = pull(f"{host}/test/two:1", "two-again")
+    t(r.returncode == 0 and j and j["cached"] == 2 and j["downloaded"] == 0,
+      "a second pull of the same layers downloads no layer") or diag(r.stdout + r.stderr)
+
+    # by digest, and a digest the registry's bytes do not match
+    digest = json.loads(ts("image", "inspect", f"{host}/test/two:1").stdout)["digest"]
+    r, j = pull(f"{host}/test/two@{digest}", "two-by-digest")
+    t(r.returncode == 0 and j and j["digest"] == digest, "pull by digest") or diag(r.stdout + r.stderr)
+    bad = "sha256:" + "0" * 64
+    r, j = pull(f"{host}/test/two@{bad}", "two-bad-digest")
+    t(r.returncode != 0 and ts("image", "inspect", "two-bad-digest").returncode != 0,
+      "a digest the registry has no manifest for is refused") or diag(r.stderr)
+
+    # multi-arch
+    lay = images.Layout(f"{work}/multi")
+    mine = lay.image([base + [("arch", "file", images.ARCH.encode(), 0o644)]])
+    other_arch = "s390x" if images.ARCH != "s390x" else "arm64"
+    other = lay.image([base + [("arch", "file", other_arch.encode(), 0o644)]], arch=other_arch)
+    lay.index([images.named(other, "m"), images.named(mine, "m")])
+    # skopeo --all wants one index: nest the two manifests in an index named m
+    idx = lay.blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                               "manifests": [other, mine]}))
+    idx["mediaType"] = "application/vnd.oci.image.index.v1+json"
+    lay.index([images.named(idx, "m")])
+    t(push(f"{work}/multi", "m", f"{host}/test/multi:1", all_=True), "skopeo pushes a multi-arch index")
+    r, j = pull(f"{host}/test/multi:1")
+    out = ts("run", "--image", f"{host}/test/multi:1", "--", "/bin/cat", "/arch")
+    t(r.returncode == 0 and out.stdout.strip() == images.ARCH,
+      f"a multi-arch index yields linux/{images.ARCH}") or diag(r.stderr + out.stdout + out.stderr)
+
+    # a corrupted blob: the registry's stored copy altered after the push
+    lay = images.Layout(f"{work}/corrupt")
+    cm = lay.image([base + [("c", "file", b"corrupt me\n" * 100, 0o644)]])
+    lay.index([images.named(cm, "c")])
+    push(f"{work}/corrupt", "c", f"{host}/test/corrupt:1")
+    man = json.load(open(f"{work}/corrupt/blobs/sha256/{cm['digest'][7:]}"))
+    lhex = man["layers"][0]["digest"][7:]
+    blob = f"{data}/docker/registry/v2/blobs/sha256/{lhex[:2]}/{lhex}/data"
+    if t(os.path.exists(blob), "the registry's copy of the layer is on disk"):
+        with open(blob, "r+b") as f:
+            f.seek(40)
+            b = f.read(1)
+            f.seek(40)
+            f.write(bytes([b[0] ^ 0xff]))
+    before = layer_dirs()
+    r, j = pull(f"{host}/test/corrupt:1")
+    t(r.returncode != 0 and "does not match its digest" in r.stderr,
+      "a corrupted blob is refused (digest mismatch)") or diag(r.stderr)
+    t(layer_dirs() == before and ts("image", "inspect", f"{host}/test/corrupt:1").returncode != 0,
+      "nothing of the corrupted image is left in use")
+    tmp = f"{root}/images/oci/tmp"
+    t(not os.path.isdir(tmp) or not [e for e in os.listdir(tmp) if e.startswith("layer-")],
+      "no half layer in tmp/")
+
+    # an unknown tag, an unreachable registry
+    r, j = pull(f"{host}/test/two:nope")
+    t(r.returncode != 0 and "404" in r.stderr, "an unknown tag: 404 named") or diag(r.stderr)
+    r, j = pull(f"127.0.0.1:{free_port()}/test/two:1")
+    t(r.returncode != 0 and "127.0.0.1" in r.stderr, "a registry that does not answer: a clear error") or diag(r.stderr)
+    r = ts("image", "pull", "Bad/Name:1")
+    t(r.returncode != 0 and "bad name" in r.stderr, "a malformed reference is refused") or diag(r.stderr)
+
+    token_tests(work, base)
+
+
+def token_tests(work, base):
+    lay = images.Layout(f"{work}/tok")
+    base = base + [("tokbase", "file", b"a base layer of its own\n", 0o644)]
+    m = lay.image([base, [("tok", "file", b"token image\n", 0o644)]])
+    lay.index([images.named(m, "1")])
+    man = json.load(open(f"{work}/tok/blobs/sha256/{m['digest'][7:]}"))
+    layer_hexes = [d["digest"][7:] for d in man["layers"]]
+    treg = TokenRegistry(f"{work}/tok", "alice", "s3cret")
+    host = f"127.0.0.1:{treg.port}"
+    try:
+        noauth = f"{work}/none.json"
+        with open(noauth, "w") as f:
+            json.dump({"auths": {}}, f)
+        r, j = pull(f"{host}/x/y:1", "tok-anon", env={"REGISTRY_AUTH_FILE": noauth})
+        t(r.returncode != 0 and "refused" in r.stderr,
+          "token registry: no credentials, a clear refusal") or diag(r.stderr)
+        authf = f"{work}/auth.json"
+        with open(authf, "w") as f:
+            json.dump({"auths": {host: {"auth": base64.b64encode(b"alice:s3cret").decode()}}}, f)
+        wrongf = f"{work}/wrong.json"
+        with open(wrongf, "w") as f:
+            json.dump({"auths": {host: {"username": "alice", "password": "nope"}}}, f)
+        r, j = pull(f"{host}/x/y:1", "tok-wrong", env={"REGISTRY_AUTH_FILE": wrongf})
+        t(r.returncode != 0 and "credentials" in r.stderr, "token registry: wrong credentials refused") or diag(r.stderr)
+
+        # two pulls at once: each blob downloaded once
+        env = {"REGISTRY_AUTH_FILE": authf}
+        procs = [subprocess.Popen([cli, "image", "pull", "--json", f"{host}/x/y:1", f"tok-{i}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, **env)) for i in range(2)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        ok = all(p.returncode == 0 for p in procs)
+        t(ok, "token registry: the bearer flow with the auth file's credentials") or diag(outs)
+        t(all(treg.blob_gets.get(h) == 1 for h in layer_hexes),
+          "two concurrent pulls download each layer once") or diag(treg.blob_gets)
+        r = ts("run", "--image", "tok-1", "--", "/bin/cat", "/tok")
+        t(r.returncode == 0 and r.stdout == "token image\n", "the pulled image runs") or diag(r.stderr)
+
+        # a pull killed mid-layer
+        lay2 = images.Layout(f"{work}/tok")
+        big = os.urandom(2 << 20)
+        m2 = lay2.image([base, [("big", "file", big, 0o644)]])
+        idx = json.load(open(f"{work}/tok/index.json"))
+        idx["manifests"].append(images.named(m2, "2"))
+        with open(f"{work}/tok/index.json", "w") as f:
+            json.dump(idx, f)
+        man2 = json.load(open(f"{work}/tok/blobs/sha256/{m2['digest'][7:]}"))
+        treg.slow_blob = man2["layers"][1]["digest"]
+        before = layer_dirs()
+        p = subprocess.Popen([cli, "image", "pull", "--quiet", f"{host}/x/y:2", "tok-killed"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, **env))
+        deadline = time.time() + 20
+        while time.time() < deadline and treg.blob_gets.get(treg.slow_blob[7:], 0) == 0:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        t(layer_dirs() == before, "a pull killed mid-layer leaves no layer in use")
+        t(ts("image", "inspect", "tok-killed").returncode != 0, "and no image name")
+        treg.slow_blob = None
+        r, j = pull(f"{host}/x/y:2", "tok-after", env=env)
+        t(r.returncode == 0 and j and j["cached"] == 1, "the next pull works (the shared base layer cached)") or diag(r.stderr)
+        r = ts("run", "--image", "tok-after", "--", "/bin/sh", "-c", "wc -c < /big")
+        t(r.returncode == 0 and r.stdout.strip() == str(len(big)), "and its layer is whole") or diag(r.stdout + r.stderr)
+    finally:
+        treg.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
