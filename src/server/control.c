@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "oci-store.h"
 #include "meta.h"
 #include "metrics.h"
 #include "tokens.h"
@@ -542,15 +543,21 @@ static void handle_create(void *ctx, struct ts_req *req)
 	if (control_auth(srv, req) < 0 || !(b = body_object(req)) || !create_body_ok(req, b))
 		return;
 	tpl = json_string_value(json_object_get(b, "templateID"));
-	/* "base" is the default image; a template is never a host path from the network */
+	/* "base" is the default image, any other template an image of the local store
+	 * (`image pull`, `image import`); never a host path from the network */
 	if (tpl && *tpl && strcmp(tpl, "base") != 0) {
 		char shown[80];
 
 		snprintf(shown, sizeof(shown), "%s", tpl);
 		ts_sanitize_text(shown);
-		ts_srv_reply_error(req, 404, "template `%s` not found: this server has `base`",
-				   shown);
-		return;
+		if (!ts_oci_name_valid(tpl)) {
+			ts_srv_reply_error(req, 404,
+					   "template `%s` not found: this server has `base` and "
+					   "the images of `toren-sandbox image ls`",
+					   shown);
+			return;
+		}
+		o.template_id = tpl;
 	}
 	timeout_field(req, b, &t);
 	/* E2B's timeout counts from now; 0 ends it at once (the reaper's next round) */
@@ -576,7 +583,7 @@ static void handle_create(void *ctx, struct ts_req *req)
 		return;
 	}
 	snprintf(m.id, sizeof(m.id), "%s", ts_sb_id(sb));
-	snprintf(m.template_id, sizeof(m.template_id), "base");
+	snprintf(m.template_id, sizeof(m.template_id), "%s", o.template_id ?: "base");
 	snprintf(m.client_id, sizeof(m.client_id), "local");
 	hex_token(m.envd_token, sizeof(m.envd_token));
 	hex_token(m.traffic_token, sizeof(m.traffic_token));

@@ -17,6 +17,7 @@
 
 #include "backend.h"
 #include "cleanup.h"
+#include "oci-store.h"
 #include "http.h"
 #include "loop.h"
 #include "server.h"
@@ -531,6 +532,14 @@ static void h_create(void *ctx, struct ts_req *req)
 	    !ts_v1_get_int(req, b, "timeout_ms", 0, TS_SB_TIMEOUT_MAX_MS, &o.timeout_ms) ||
 	    !ts_v1_get_bool(req, b, "timeout_absolute", &o.timeout_absolute))
 		return;
+	/* an image of the local store or `base`: never a host path from the network */
+	if (o.template_id && strcmp(o.template_id, "base") != 0 &&
+	    !ts_oci_name_valid(o.template_id)) {
+		ts_v1_reply_error(req, "invalid_argument",
+				  "image: `base` or a name of `toren-sandbox image ls`; host paths "
+				  "are not accepted over the API");
+		return;
+	}
 	o.envs = envs;
 	o.metadata = md;
 	r = ts_sb_create(srv->be, &o, &sb, &err);

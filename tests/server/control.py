@@ -225,6 +225,30 @@ try:
     else:
         t(False, f"info of the default sandbox ({st})")
 
+    # --- a template from the local image store -----------------------------------------
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import images  # tests/live/images.py, staged beside this script
+    import tempfile
+    lay_dir = tempfile.mkdtemp(prefix="ts-ctl-img-")
+    lay = images.Layout(lay_dir)
+    lay.index([images.named(lay.image([images.busybox_base()]), "v")])
+    r = ts("image", "import", f"oci:{lay_dir}:v", "ctl-bb")
+    t(r.returncode == 0, "an image imported for a template") or diag(r.stderr)
+    st, j = create({"templateID": "ctl-bb", "metadata": {"run": RUN}})
+    t(st == 201 and (j or {}).get("templateID") == "ctl-bb",
+      f"templateID naming a stored image: 201, echoed ({st} {j})")
+    if st == 201:
+        r = ts("exec", j["sandboxID"], "--", "/bin/cat", "/etc/os-release")
+        t(r.returncode == 0 and "ID=busybox-test" in r.stdout,
+          "the sandbox runs on that image") or diag(r.stdout + r.stderr)
+        request("DELETE", "/sandboxes/" + j["sandboxID"])
+    for tpl in ("/etc", "../x", "no-such-image"):
+        st, j = create({"templateID": tpl, "metadata": {"run": RUN}})
+        t(is_error(st, j, 404), f"templateID {tpl!r}: 404 JSON, never a host path ({st} {j})")
+    ts("image", "rm", "ctl-bb")
+    import shutil
+    shutil.rmtree(lay_dir, ignore_errors=True)
+
     # --- bad creates change nothing -----------------------------------------------------
     st, j, _ = listed("metadata=" + urllib.parse.quote("run=" + RUN, safe=""))
     count = len(j or [])

@@ -262,6 +262,10 @@ t(st == 400 and is_error(j, "invalid_argument"), f"a JSON array body: 400 ({st})
 st, _, j = jreq("POST", "/v1/sandboxes", body={"timeout_ms": "soon"})
 t(st == 400 and is_error(j, "invalid_argument") and "timeout_ms" in j["error"]["message"],
   f"a bad field: 400 naming it ({st})")
+for img in ("/etc", "/", "../../etc"):
+    st, _, j = jreq("POST", "/v1/sandboxes", body={"image": img})
+    t(st == 400 and is_error(j, "invalid_argument"),
+      f"image {img!r}: 400, never a host path from the network ({st} {j})")
 before = jreq("GET", "/v1/sandboxes")[2]
 st, _, _ = req("POST", "/v1/sandboxes", raw=b'{"metadata":{"k":"' + b"x" * (2 << 20) + b'"}}',
                headers={"Content-Type": "application/json"})
