@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "oci-ref.h"
 #include "oci-store.h"
 #include "sandbox.h"
 #include "sbstatus.h"
@@ -204,6 +205,18 @@ static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o,
 	 * absolute path, or an image of the local store (`image import`). Any other name is a
 	 * template this backend does not have (E2B: 404) */
 	if (o->template_id && *o->template_id && strcmp(o->template_id, "base") != 0) {
+		/* a registry reference the store lacks: pulled here (the CLI and serve pull
+		 * before, with a progress bar or off their loop; the runner's workers here) */
+		if (o->template_id[0] != '/' && !ts_oci_has(l->paths.root, o->template_id) &&
+		    ts_oci_ref_looks_remote(o->template_id)) {
+			struct ts_oci_pull_opts po = { 0 };
+			char digest[80];
+
+			r = ts_oci_pull(l->paths.root, o->template_id, NULL, &po, digest,
+					sizeof(digest), err);
+			if (r < 0)
+				return r;
+		}
 		if (o->template_id[0] != '/' && !ts_oci_has(l->paths.root, o->template_id))
 			return ts_err(err, -ENOENT,
 				      "no template `%.128s`: the local backend has `base`, image "

@@ -198,7 +198,9 @@ static bool graphic(const char *s)
 	return true;
 }
 
-/* A name the backend knows, or (with a `/`) an image directory beside the agent file. */
+/* A name the backend knows (a registry reference like ghcr.io/org/app:1 included), or a
+ * path (starting with `/` or `.`): an image directory, relative ones beside the agent
+ * file. */
 static int parse_image(struct loader *l)
 {
 	const char *s = NULL;
@@ -207,7 +209,7 @@ static int parse_image(struct loader *l)
 
 	if (r < 0)
 		return r;
-	if (!strchr(s, '/')) {
+	if (s[0] != '/' && s[0] != '.') {
 		if (strlen(s) > IMAGE_NAME_MAX_LEN || !graphic(s))
 			return invalid(l, s, "sandbox.image",
 				       "an image name of at most 255 printable characters without "

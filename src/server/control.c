@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "oci-ref.h"
 #include "oci-store.h"
+#include "pulls.h"
 #include "meta.h"
 #include "metrics.h"
 #include "tokens.h"
@@ -522,6 +524,13 @@ static bool create_body_ok(struct ts_req *req, json_t *b)
 	return true;
 }
 
+static void handle_create(void *ctx, struct ts_req *req);
+
+static void create_failed(struct ts_req *req, unsigned status, const char *msg)
+{
+	ts_srv_reply_error(req, status, "%s", msg);
+}
+
 static void handle_create(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
@@ -557,6 +566,8 @@ static void handle_create(void *ctx, struct ts_req *req)
 					   shown);
 			return;
 		}
+		if (ts_pulls_first(srv, req, tpl, handle_create, create_failed))
+			return;
 		o.template_id = tpl;
 	}
 	timeout_field(req, b, &t);

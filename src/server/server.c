@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "control.h"
 #include "paths.h"
+#include "pulls.h"
 #include "runs.h"
 #include "server.h"
 #include "tokens.h"
@@ -246,6 +247,10 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 	r = ts_runs_new(&srv, &srv.runs, err);
 	if (r < 0)
 		goto out;
+	srv.root = paths.root;
+	if (!strcmp(ts_backend_name(srv.be), "local") &&
+	    (r = ts_pulls_new(srv.loop, paths.root, &srv.pulls, err)) < 0)
+		goto out;
 
 	r = ts_http_listen(srv.loop, o->listen, o->listen_fd, control_tables, fallback_not_found,
 			   &srv, &srv.control, err);
@@ -278,8 +283,9 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 			 ts_http_listener_addr(srv.envd));
 	r = ts_loop_run(srv.loop, err);
 out:
-	/* before the listeners: it answers the requests it deferred */
+	/* before the listeners: they answer the requests they deferred */
 	ts_runs_free(srv.runs);
+	ts_pulls_free(srv.pulls);
 	ts_control_stop(&srv);
 	ts_http_listener_free(srv.unix_control);
 	ts_http_listener_free(srv.envd);

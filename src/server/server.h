@@ -52,6 +52,8 @@ struct ts_srv {
 	unsigned runs_reap_ticks; /* control-reap.c: ticks since the runs' reap */
 	struct ts_envd_fs *fs;	  /* envd-fs.c's polling watchers (ts_envd_fs_free) */
 	struct ts_runs *runs;	  /* the agent runner's workers and approvals (runs.h) */
+	struct ts_pulls *pulls;	  /* image pulls for creates (pulls.h; local backend only) */
+	const char *root;	  /* the state root (paths.h) */
 };
 
 /* Run serve until SIGINT/SIGTERM. 0, or -errno with err. */

@@ -18,6 +18,7 @@
 #include "backend.h"
 #include "cleanup.h"
 #include "oci-store.h"
+#include "pulls.h"
 #include "http.h"
 #include "loop.h"
 #include "server.h"
@@ -513,6 +514,15 @@ struct ts_sb *ts_v1_route_sandbox(struct ts_srv *srv, struct ts_req *req, struct
 	return e->sb;
 }
 
+static void create_failed(struct ts_req *req, unsigned status, const char *msg)
+{
+	ts_v1_reply_error(req,
+			  status == 404	  ? "not_found"
+			  : status == 503 ? "unavailable"
+					  : "internal",
+			  "%s", msg);
+}
+
 static void h_create(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
@@ -531,6 +541,9 @@ static void h_create(void *ctx, struct ts_req *req)
 	    !ts_v1_get_kvs(req, b, "metadata", false, &md, &o.n_metadata) ||
 	    !ts_v1_get_int(req, b, "timeout_ms", 0, TS_SB_TIMEOUT_MAX_MS, &o.timeout_ms) ||
 	    !ts_v1_get_bool(req, b, "timeout_absolute", &o.timeout_absolute))
+		return;
+	/* a registry reference the store lacks: pulled first, then this handler again */
+	if (o.template_id && ts_pulls_first(srv, req, o.template_id, h_create, create_failed))
 		return;
 	/* an image of the local store or `base`: never a host path from the network */
 	if (o.template_id && strcmp(o.template_id, "base") != 0 &&

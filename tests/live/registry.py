@@ -17,9 +17,11 @@ TAP on stdout. Env: TS_CLI, TOREN_SANDBOX_ROOT.
 """
 import base64
 import hashlib
+import http.client
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -325,6 +327,98 @@ def run_tests(work, port, data):
     t(r.returncode != 0 and "bad name" in r.stderr, "a malformed reference is refused") or diag(r.stderr)
 
     token_tests(work, base)
+    serve_tests(work, host, base)
+    agent_tests(work, host, base)
+
+
+def agent_tests(work, host, base):
+    """the agent runner: `sandbox.image` a registry reference, pulled by the backend."""
+    lay = images.Layout(f"{work}/agent")
+    m = lay.image([base, [("agent.txt", "file", b"agent image\n", 0o644)]])
+    lay.index([images.named(m, "a")])
+    push(f"{work}/agent", "a", f"{host}/test/agent:1")
+    cfg = f"{work}/agent.yaml"
+    with open(cfg, "w") as f:
+        f.write(f"sandbox:\n  image: {host}/test/agent:1\n  approval: never\n")
+    r = ts("runs", "new", "--agent", cfg, env={"TOREN_SANDBOX": "local"})
+    run = r.stdout.strip()
+    t(r.returncode == 0 and run, "runs new with that agent") or diag(r.stderr)
+    r = ts("tool", "--run", run, "-", "bash", json.dumps({"command": "cat /agent.txt"}),
+           env={"TOREN_SANDBOX": "local"})
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {}
+    t(r.returncode == 0 and "agent image" in j.get("text", ""),
+      "an agent whose sandbox.image is a registry reference runs on it (pulled)") or diag(r.stdout + r.stderr)
+    t(ts("image", "inspect", f"{host}/test/agent:1").returncode == 0, "and the store has it now")
+    if run:
+        sb = ts("runs", "show", run).stdout
+        try:
+            sid = json.loads(sb).get("sandbox")
+        except ValueError:
+            sid = None
+        if sid:
+            ts("rm", "-f", sid)
+
+
+def serve_tests(work, host, base):
+    """serve: an E2B templateID that is a reference the store lacks is pulled, off the
+    loop (another request is answered meanwhile)."""
+    lay = images.Layout(f"{work}/srv")
+    m = lay.image([base, [("pulled.txt", "file", b"pulled by serve\n", 0o644)]])
+    lay.index([images.named(m, "s")])
+    push(f"{work}/srv", "s", f"{host}/test/srv:1")
+    serve = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen", "127.0.0.1:0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = serve.stdout.readline()
+        mm = re.search(r"control plane on (\S+), envd on (\S+)", line)
+        if not t(mm is not None, "serve starts") or not mm:
+            diag(line)
+            return
+        api = mm.group(1).rstrip(",")
+
+        def req(method, path, body=None):
+            h, p = api.rsplit(":", 1)
+            c = http.client.HTTPConnection(h, int(p), timeout=120)
+            c.request(method, path, body=json.dumps(body) if body is not None else None,
+                      headers={"X-API-KEY": "k", "Content-Type": "application/json"})
+            r = c.getresponse()
+            text = r.read()
+            c.close()
+            try:
+                return r.status, json.loads(text) if text else None
+            except ValueError:
+                return r.status, None
+
+        result = {}
+        th = threading.Thread(target=lambda: result.update(
+            r=req("POST", "/v2/sandboxes", {"templateID": f"{host}/test/srv:1", "timeout": 120})))
+        th.start()
+        st, _ = req("GET", "/v2/sandboxes")
+        t(st == 200, "serve answers other requests while a template is pulled")
+        th.join(150)
+        st, j = result.get("r", (0, None))
+        t(st == 201 and (j or {}).get("templateID") == f"{host}/test/srv:1",
+          f"E2B create with a registry reference as templateID: pulled, 201 ({st} {j})")
+        if st == 201:
+            r = ts("exec", j["sandboxID"], "--", "/bin/cat", "/pulled.txt")
+            t(r.returncode == 0 and r.stdout == "pulled by serve\n",
+              "the sandbox runs on the pulled image") or diag(r.stdout + r.stderr)
+            req("DELETE", "/sandboxes/" + j["sandboxID"])
+        st, j = req("POST", "/v2/sandboxes", {"templateID": f"{host}/test/srv:nope"})
+        t(st == 404 and (j or {}).get("code") == 404,
+          f"a reference the registry does not have: 404 JSON ({st} {j})")
+    finally:
+        serve.terminate()
+        try:
+            serve.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            serve.wait()
+        err = serve.stderr.read()
+        t(serve.returncode == 0, "serve stops cleanly") or diag(err[-2000:])
 
 
 def token_tests(work, base):

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "pulls.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "loop.h"
+#include "oci-ref.h"
+#include "oci-store.h"
+#include "server.h"
+
+struct job {
+	struct ts_pulls *p;
+	char ref[512];
+	int r;
+	char msg[1024];
+	void (*done)(void *userdata, int r, const char *msg);
+	void *userdata;
+	unsigned refs;	/* the thread's and the loop's (mu) */
+	bool delivered; /* done has run (mu) */
+	struct job *next_done, *next_all;
+};
+
+struct ts_pulls {
+	pthread_mutex_t mu;
+	int efd;
+	struct ts_loop_fd *watch;
+	char root[4096];
+	unsigned refs; /* the loop's, plus one per thread (mu) */
+	bool stopping;
+	size_t running;
+	struct job *done_head; /* finished, not delivered yet */
+	struct job *all;       /* every job not delivered yet */
+};
+
+static void pulls_destroy(struct ts_pulls *p)
+{
+	if (p->efd >= 0)
+		close(p->efd);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+/* References (mu held): a job has its thread's, the loop's (until done has run) and the
+ * done list's (while on it); serve's pulls have the loop's (until ts_pulls_free), one per
+ * thread and one per job on the done list. */
+static void job_unref(struct job *j, unsigned n)
+{
+	j->refs -= n;
+	if (j->refs == 0)
+		free(j);
+}
+
+/* Drop a reference of p and unlock its mutex; the last one frees it. */
+static void pulls_unref_unlock(struct ts_pulls *p)
+{
+	bool last = --p->refs == 0;
+
+	pthread_mutex_unlock(&p->mu);
+	if (last)
+		pulls_destroy(p);
+}
+
+static void unlist(struct ts_pulls *p, struct job *j)
+{
+	for (struct job **q = &p->all; *q; q = &(*q)->next_all)
+		if (*q == j) {
+			*q = j->next_all;
+			return;
+		}
+}
+
+static void *pull_main(void *arg)
+{
+	struct job *j = arg;
+	struct ts_pulls *p = j->p;
+	struct ts_oci_pull_opts o = { 0 };
+	struct ts_error err = { 0 };
+	char digest[80];
+	int r = ts_oci_pull(p->root, j->ref, NULL, &o, digest, sizeof(digest), &err);
+
+	pthread_mutex_lock(&p->mu);
+	j->r = r;
+	snprintf(j->msg, sizeof(j->msg), "%s", r < 0 ? err.msg : digest);
+	p->running--;
+	if (!p->stopping && !j->delivered) {
+		uint64_t one = 1;
+
+		j->next_done = p->done_head;
+		p->done_head = j;
+		j->refs++; /* the done list's, dropped by the loop */
+		p->refs++;
+		(void)!write(p->efd, &one, sizeof(one));
+	}
+	job_unref(j, 1);
+	pulls_unref_unlock(p);
+	return NULL;
+}
+
+static void on_done(void *userdata, short revents)
+{
+	struct ts_pulls *p = userdata;
+	struct job *list;
+	uint64_t v;
+
+	(void)revents;
+	(void)!read(p->efd, &v, sizeof(v));
+	pthread_mutex_lock(&p->mu);
+	list = p->done_head;
+	p->done_head = NULL;
+	pthread_mutex_unlock(&p->mu);
+	while (list) {
+		struct job *j = list;
+		bool deliver;
+
+		list = j->next_done;
+		pthread_mutex_lock(&p->mu);
+		deliver = !j->delivered;
+		if (deliver) {
+			j->delivered = true;
+			unlist(p, j);
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (deliver)
+			j->done(j->userdata, j->r, j->msg);
+		pthread_mutex_lock(&p->mu);
+		job_unref(j, deliver ? 2 : 1); /* the done list's, and the loop's if delivered */
+		pulls_unref_unlock(p);
+	}
+}
+
+int ts_pulls_new(struct ts_loop *loop, const char *root, struct ts_pulls **ret,
+		 struct ts_error *err)
+{
+	struct ts_pulls *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return ts_err(err, -ENOMEM, "out of memory");
+	pthread_mutex_init(&p->mu, NULL);
+	p->refs = 1;
+	snprintf(p->root, sizeof(p->root), "%s", root);
+	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->efd < 0) {
+		int r = ts_err_errno(err, -errno, "eventfd");
+
+		pulls_destroy(p);
+		return r;
+	}
+	p->watch = ts_loop_add_fd(loop, p->efd, POLLIN, on_done, p);
+	if (!p->watch) {
+		pulls_destroy(p);
+		return ts_err(err, -ENOMEM, "watch the pulls' eventfd");
+	}
+	*ret = p;
+	return 0;
+}
+
+int ts_pulls_start(struct ts_pulls *p, const char *ref,
+		   void (*done)(void *userdata, int r, const char *msg), void *userdata,
+		   struct ts_error *err)
+{
+	struct job *j;
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc;
+
+	if (strlen(ref) >= sizeof(j->ref))
+		return ts_err(err, -ENAMETOOLONG, "image reference too long");
+	pthread_mutex_lock(&p->mu);
+	if (p->running >= TS_PULLS_MAX) {
+		pthread_mutex_unlock(&p->mu);
+		return ts_err(err, -EAGAIN, "%d image pulls are running already; try later",
+			      TS_PULLS_MAX);
+	}
+	pthread_mutex_unlock(&p->mu);
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return ts_err(err, -ENOMEM, "out of memory");
+	j->p = p;
+	snprintf(j->ref, sizeof(j->ref), "%s", ref);
+	j->done = done;
+	j->userdata = userdata;
+	j->refs = 2; /* the thread's and the loop's */
+	pthread_mutex_lock(&p->mu);
+	p->refs++; /* the thread's; the loop's is p's own */
+	p->running++;
+	j->next_all = p->all;
+	p->all = j;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &attr, pull_main, j);
+	pthread_attr_destroy(&attr);
+	if (rc) {
+		unlist(p, j);
+		p->running--;
+		p->refs--;
+		pthread_mutex_unlock(&p->mu);
+		free(j);
+		return ts_err(err, -rc, "start a pull thread: %s", strerror(rc));
+	}
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+void ts_pulls_free(struct ts_pulls *p)
+{
+	struct job *list;
+
+	if (!p)
+		return;
+	ts_loop_del_fd(p->watch);
+	p->watch = NULL;
+	pthread_mutex_lock(&p->mu);
+	p->stopping = true;
+	list = p->all;
+	p->all = NULL;
+	for (struct job *j = list; j; j = j->next_all)
+		j->delivered = true;
+	pthread_mutex_unlock(&p->mu);
+	for (struct job *j = list, *next; j; j = next) {
+		next = j->next_all;
+		j->done(j->userdata, -ESHUTDOWN, "serve is stopping");
+		pthread_mutex_lock(&p->mu);
+		job_unref(j, 1); /* the loop's */
+		pthread_mutex_unlock(&p->mu);
+	}
+	pthread_mutex_lock(&p->mu);
+	list = p->done_head;
+	p->done_head = NULL;
+	while (list) {
+		struct job *j = list;
+
+		list = j->next_done;
+		job_unref(j, 1); /* the done list's */
+		p->refs--;	 /* and its reference of p (never the last: the loop's is left) */
+	}
+	pulls_unref_unlock(p); /* the loop's */
+}
+
+/* A create waiting for its image's pull: answered when the pull ends. */
+struct pending {
+	struct ts_srv *srv;
+	struct ts_req *req;
+	void (*handler)(void *ctx, struct ts_req *req);
+	void (*fail)(struct ts_req *req, unsigned status, const char *msg);
+	bool gone; /* the request ended without an answer (serve stopping) */
+};
+
+static void pending_gone(void *userdata)
+{
+	struct pending *pc = userdata;
+
+	pc->gone = true;
+}
+
+static void pending_done(void *userdata, int r, const char *msg)
+{
+	struct pending *pc = userdata;
+	char text[1100];
+
+	if (!pc->gone) {
+		if (r == 0) {
+			pc->handler(pc->srv, pc->req);
+		} else {
+			snprintf(text, sizeof(text), "%s%s",
+				 r == -ENOENT || r == -ESHUTDOWN ? ""
+								 : "pulling the image failed: ",
+				 msg);
+			pc->fail(pc->req, r == -ENOENT ? 404 : r == -ESHUTDOWN ? 503 : 502, text);
+		}
+	}
+	free(pc);
+}
+
+bool ts_pulls_first(struct ts_srv *srv, struct ts_req *req, const char *image,
+		    void (*handler)(void *ctx, struct ts_req *req),
+		    void (*fail)(struct ts_req *req, unsigned status, const char *msg))
+{
+	struct ts_error err = { 0 };
+	struct pending *pc;
+
+	if (!srv->pulls || !image || image[0] == '/' || ts_oci_has(srv->root, image) ||
+	    !ts_oci_ref_looks_remote(image))
+		return false;
+	pc = calloc(1, sizeof(*pc));
+	if (!pc) {
+		fail(req, 500, "out of memory");
+		return true;
+	}
+	*pc = (struct pending){ .srv = srv, .req = req, .handler = handler, .fail = fail };
+	/* the pull's end comes through the loop, never before this handler returns */
+	if (ts_pulls_start(srv->pulls, image, pending_done, pc, &err) < 0) {
+		free(pc);
+		fail(req, err.code == EAGAIN ? 503 : 500, err.msg);
+		return true;
+	}
+	if (ts_req_defer(req, pending_gone, pc) < 0) {
+		pc->gone = true; /* pending_done frees it */
+		fail(req, 500, "cannot defer the request");
+	}
+	return true;
+}

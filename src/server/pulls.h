@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * serve's image pulls: a create whose template is a registry reference the local image
+ * store lacks pulls it first (oci-store.h's ts_oci_pull), off the loop — a pull can take
+ * minutes and the loop never waits. Each pull runs in a detached thread of its own, at
+ * most TS_PULLS_MAX at once; the store's lock makes a second pull of the same image wait
+ * for the first and then fetch nothing. A finished pull is handed back through an
+ * eventfd the loop watches, which then calls the job's done callback.
+ *
+ * Stopping (ts_pulls_free): every job not yet delivered gets done(-ESHUTDOWN) at once; a
+ * thread still pulling finishes on its own and frees what it holds (the store keeps what
+ * it pulled: the next create uses it).
+ */
+#include <stdbool.h>
+
+#include "error.h"
+
+struct ts_req;
+struct ts_srv;
+
+#define TS_PULLS_MAX 4
+
+struct ts_loop;
+struct ts_pulls;
+
+int ts_pulls_new(struct ts_loop *loop, const char *root, struct ts_pulls **ret,
+		 struct ts_error *err);
+void ts_pulls_free(struct ts_pulls *p);
+
+/* Pull ref; done(userdata, 0 or -errno, message) runs on the loop, exactly once.
+ * -EAGAIN when TS_PULLS_MAX pulls are running. */
+int ts_pulls_start(struct ts_pulls *p, const char *ref,
+		   void (*done)(void *userdata, int r, const char *msg), void *userdata,
+		   struct ts_error *err);
+
+/*
+ * For a create handler: when image is a registry reference the store lacks (and serve
+ * pulls: the local backend), defer req, pull it, and then call handler(srv, req) again
+ * (the store has it now) or fail(req, status, message) (404: the registry has no such
+ * image; 503: busy or stopping; 502: the pull failed). True when req is taken (deferred
+ * or answered); false: go on.
+ */
+bool ts_pulls_first(struct ts_srv *srv, struct ts_req *req, const char *image,
+		    void (*handler)(void *ctx, struct ts_req *req),
+		    void (*fail)(struct ts_req *req, unsigned status, const char *msg));
