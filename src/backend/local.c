@@ -343,7 +343,7 @@ static int local_remove(struct ts_sb *sb, unsigned flags, ts_be_warn_fn warn, vo
 
 /* known: the probe already made (NULL: probe now, asking init when query is set) */
 static void info_from_rec(struct ts_sandbox_rec *rec, bool query, const struct ts_sb_live *known,
-			  struct ts_sb_info *i)
+			  const char *helper, struct ts_sb_info *i)
 {
 	json_t *labels = json_loads(rec->labels ? rec->labels : "{}", 0, NULL), *spec, *j;
 	long long now = ts_realtime_ms();
@@ -374,6 +374,9 @@ static void info_from_rec(struct ts_sandbox_rec *rec, bool query, const struct t
 	i->end_at_ms = live.running ? ts_sb_expires_ms(rec, &live, now) : end_at(rec, now);
 	i->workspace = strdup(rec->workspace);
 	j = ts_sb_rec_json(rec, &live, now);
+	/* one sandbox's details only: the counters cost a run of the helper */
+	if (helper && live.running)
+		ts_sb_net_counters(helper, rec->init_pid, json_object_get(j, "network"));
 	i->details = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
 	json_decref(j);
 	i->metadata = calloc(json_object_size(labels) + 1, sizeof(char *));
@@ -461,7 +464,7 @@ static int local_list(struct ts_backend *b, const struct ts_sb_list_opts *o,
 				*next_token = NULL;
 			break;
 		}
-		info_from_rec(rec, o->live, &live, &out[count++]);
+		info_from_rec(rec, o->live, &live, NULL, &out[count++]);
 	}
 	ts_sandbox_recs_free(recs, total);
 	*ret = out;
@@ -473,7 +476,7 @@ static int local_info(struct ts_sb *sb, struct ts_sb_info *ret, struct ts_error 
 {
 	struct local_sb *s = sb->impl;
 
-	info_from_rec(&s->rec, true, NULL, ret);
+	info_from_rec(&s->rec, true, NULL, s->l->paths.helper, ret);
 	return 0;
 }
 

@@ -90,3 +90,28 @@ bool ts_cidr_contains(const struct ts_cidr *p, const unsigned char *a, int famil
 	}
 	return true;
 }
+
+bool ts_cidr_host_has_ipv6_route(void)
+{
+	/* dest dest_len src src_len gateway metric refcnt use flags dev */
+	char dst[33], src[33], gw[33], dev[32], line[256];
+	unsigned dlen, slen, metric, ref, use, flags;
+	FILE *f = fopen("/proc/net/ipv6_route", "re");
+	bool found = false;
+	int lines = 0;
+
+	if (!f)
+		return false;
+	/* bounded: a host with a huge table has a default route in its first lines, or
+	 * counts as one without */
+	while (!found && lines++ < 100000 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%32s %x %32s %x %32s %x %x %x %x %31s", dst, &dlen, src, &slen,
+			   gw, &metric, &ref, &use, &flags, dev) != 10)
+			continue;
+		/* RTF_UP 0x1, RTF_REJECT 0x200 */
+		found = dlen == 0 && strspn(dst, "0") == 32 && (flags & 0x1) && !(flags & 0x200) &&
+			strcmp(dev, "lo") != 0;
+	}
+	fclose(f);
+	return found;
+}

@@ -49,3 +49,19 @@ bool ts_cidr_contains(const struct ts_cidr *p, const unsigned char *a, int famil
 #define TS_NET_DNS "169.254.1.3"
 #define TS_NET_CIDR "169.254.1.0/24"
 #define TS_NET_MTU 65520
+/*
+ * IPv6, where the host and the egress program offer it (pasta only): the sandbox's
+ * address (a unique local address of ours, itself inside the blocked fc00::/7: nothing
+ * but the sandbox answers for it) and the gateway the program answers for. DNS stays on
+ * the one IPv4 forwarder above (AAAA answers come through it too).
+ */
+#define TS_NET_ADDR6 "fd00:7473:6278::100"
+#define TS_NET_GATEWAY6 "fe80::1"
+
+/*
+ * Whether this network namespace (read from /proc/net/ipv6_route) has a usable IPv6
+ * default route, not through `lo` and not a reject route: what pasta needs to carry
+ * IPv6 (it disables IPv6 without one). For the helper (whether a sandbox gets IPv6) and
+ * `doctor` (saying so).
+ */
+bool ts_cidr_host_has_ipv6_route(void);

@@ -24,8 +24,8 @@
 #define TS_HELPER_MAX_LOWERS 16
 #define TS_HELPER_MAX_ENV 4096
 #define TS_HELPER_MAX_UCOUNTS 16
-#define TS_HELPER_MAX_NET_RULES 64 /* --net-allow, --net-deny, each */
-#define TS_HELPER_MAX_HOST_ADDRS 64
+#define TS_HELPER_MAX_NET_RULES 64  /* --net-allow, --net-deny, each */
+#define TS_HELPER_MAX_HOST_ADDRS 64 /* each family */
 
 /* Egress (--net-pasta, --net-slirp4netns): the program that gives the sandbox's network
  * namespace a way out, started by the helper's parent (netproc.h). */
@@ -42,8 +42,12 @@ struct ts_net_plan {
 	size_t n_allow, n_deny;
 	/* the host's own addresses, read by the parent before the clone: blocked inside
 	 * (a connection there would reach the host's services through the egress program) */
-	struct ts_cidr host[TS_HELPER_MAX_HOST_ADDRS];
+	struct ts_cidr host[2 * TS_HELPER_MAX_HOST_ADDRS];
 	size_t n_host;
+	/* IPv6 leaves too (an address, a default route, the IPv6 blocks): the host has an
+	 * IPv6 default route and the program carries IPv6 (pasta). Else IPv6 is prohibited
+	 * as a whole. Decided by the parent before the clone (netproc.h). */
+	bool ipv6;
 	pid_t keeper; /* the process that owns the egress program (netproc.h), or 0 */
 };
 

@@ -51,6 +51,7 @@
 #include "idmount.h"
 #include "mount.h"
 #include "net.h"
+#include "netcount.h"
 #include "netproc.h"
 #include "ns.h"
 #include "proc.h"
@@ -302,6 +303,14 @@ int main(int argc, char **argv)
 	/* our caller's ignored or blocked signals are not the sandbox's, and an ignored
 	 * SIGCHLD would leave nothing to wait for */
 	ts_signals_reset();
+	/* a mode of its own, no sandbox: read a running one's connection counters */
+	if (argc == 3 && !strcmp(argv[1], "--net-counters")) {
+		if (ts_netcount_print(argv[2], &err) < 0) {
+			fprintf(stderr, "toren-sandbox-helper: %s\n", err.msg);
+			return TS_HELPER_EXIT_SETUP;
+		}
+		return 0;
+	}
 	r = ts_helper_parse_args(&ctx, argc, argv, &err);
 	if (r < 0) {
 		fail(&ctx, &err);

@@ -33,6 +33,22 @@ static const char *const blocked_v4[] = {
 /* Always blocked, above any allow rule of the same length: cloud metadata services. */
 static const char *const always_v4[] = { "169.254.169.254/32" };
 
+/*
+ * With IPv6 egress (ctx->net.ipv6): everything outside global unicast 2000::/3 (::/3 holds
+ * ::1, the unspecified address, v4-mapped ::ffff:0:0/96, the discard prefix, local-use
+ * NAT64 64:ff9b:1::/48; 8000::/1 holds fc00::/7, fe80::/10, fec0::/10 and ff00::/8), and
+ * inside it what RFC 6890's registry does not call globally reachable or what leads back
+ * into IPv4 networks: the IETF protocol block 2001::/23 (Teredo, benchmarking, ORCHID)
+ * and 6to4 2002::/16 (deprecated by RFC 7526; its relays reach the IPv4 address it
+ * embeds, private ones too). 2001:db8::/32 (documentation) stays routable: the tests'
+ * public hosts. NAT64's well-known prefix 64:ff9b::/96 is routable, but decides as the
+ * IPv4 address it embeds (mirror_nat64): a private one is blocked, a deny holds.
+ */
+static const char *const blocked_v6[] = {
+	"::/3", "4000::/2", "8000::/1", "2001::/23", "2002::/16",
+};
+#define NAT64 "64:ff9b::/96"
+
 /* Route priorities (RTA_PRIORITY): for one prefix the lowest wins, so a deny beats an
  * allow of the same prefix, and an allow beats a built-in block of the same prefix. */
 enum {
@@ -103,10 +119,21 @@ static int rule_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* The prefix of NAT64's well-known prefix that embeds the IPv4 prefix v4 (RFC 6052). */
+static struct ts_cidr nat64_of(const struct ts_cidr *v4)
+{
+	struct ts_cidr c;
+
+	cidr_const(NAT64, &c);
+	memcpy(c.addr + 12, v4->addr, 4);
+	c.len = (unsigned char)(96 + v4->len);
+	return c;
+}
+
 int ts_net_rules(const struct ts_helper_ctx *ctx, struct ts_net_rule *rules, size_t *n)
 {
 	const struct ts_net_plan *np = &ctx->net;
-	size_t room = *n, k = 0;
+	size_t room = *n, k = 0, n4;
 	struct ts_cidr c;
 
 #define ADD(cidr_, accept_, dns_, strong_)                                                         \
@@ -127,17 +154,32 @@ int ts_net_rules(const struct ts_helper_ctx *ctx, struct ts_net_rule *rules, siz
 		if (cidr_const(always_v4[i], &c) == 0)
 			ADD(c, false, false, true);
 	for (size_t i = 0; i < np->n_host; i++)
-		if (np->host[i].family == AF_INET)
+		if (np->host[i].family == AF_INET || np->ipv6)
 			ADD(np->host[i], false, false, true);
 	for (size_t i = 0; i < np->n_deny; i++)
-		if (np->deny[i].family == AF_INET)
+		if (np->deny[i].family == AF_INET || np->ipv6)
 			ADD(np->deny[i], false, false, true);
 	for (size_t i = 0; i < np->n_allow; i++)
-		if (np->allow[i].family == AF_INET)
+		if (np->allow[i].family == AF_INET || np->ipv6)
 			ADD(np->allow[i], true, false, false);
 	for (size_t i = 0; i < ELEMENTSOF(blocked_v4); i++)
 		if (cidr_const(blocked_v4[i], &c) == 0)
 			ADD(c, false, false, false);
+	if (np->ipv6) {
+		for (size_t i = 0; i < ELEMENTSOF(blocked_v6); i++)
+			if (cidr_const(blocked_v6[i], &c) == 0)
+				ADD(c, false, false, false);
+		if (cidr_const(NAT64, &c) == 0)
+			ADD(c, true, false, false);
+		/* a NAT64 gateway on the host's network would carry 64:ff9b::10.0.0.1 to
+		 * 10.0.0.1: every IPv4 decision holds for the address embedded (the DNS
+		 * forwarder's port rule has no meaning there: the /16 block covers it) */
+		n4 = k;
+		for (size_t i = 0; i < n4; i++)
+			if (rules[i].cidr.family == AF_INET && !rules[i].dns_only)
+				ADD(nat64_of(&rules[i].cidr), rules[i].accept, false,
+				    rules[i].strong);
+	}
 #undef ADD
 	/* stable enough: equal entries are interchangeable */
 	qsort(rules, k, sizeof(*rules), rule_cmp);
@@ -159,7 +201,7 @@ static int send_ack(struct nl_sock *sk, struct nl_msg *msg)
  * sandbox's address is a /32, so no subnet holds the gateway) or RTN_PROHIBIT, which
  * fails a connect at once with EACCES. */
 static int add_route(struct nl_sock *sk, const struct ts_cidr *dst, unsigned char type,
-		     uint32_t prio, const struct in_addr *gw, int oif)
+		     uint32_t prio, const void *gw, int oif)
 {
 	struct rtmsg rtm = {
 		.rtm_family = (unsigned char)dst->family,
@@ -174,7 +216,8 @@ static int add_route(struct nl_sock *sk, const struct ts_cidr *dst, unsigned cha
 	uint32_t oif32 = (uint32_t)oif;
 	int r;
 
-	if (type == RTN_UNICAST)
+	/* IPv6's gateway is link-local: on-link by definition */
+	if (type == RTN_UNICAST && dst->family == AF_INET)
 		rtm.rtm_flags = RTNH_F_ONLINK;
 	msg = nlmsg_alloc_simple(RTM_NEWROUTE,
 				 NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
@@ -186,7 +229,7 @@ static int add_route(struct nl_sock *sk, const struct ts_cidr *dst, unsigned cha
 	if (r == 0)
 		r = ts_nla_put_u32(msg, RTA_PRIORITY, prio);
 	if (r == 0 && type == RTN_UNICAST) {
-		r = ts_nla_put(msg, RTA_GATEWAY, gw, 4);
+		r = ts_nla_put(msg, RTA_GATEWAY, gw, alen);
 		if (r == 0)
 			r = ts_nla_put_u32(msg, RTA_OIF, oif32);
 	}
@@ -201,7 +244,8 @@ static int add_route(struct nl_sock *sk, const struct ts_cidr *dst, unsigned cha
 
 /*
  * The link the egress program made: no IPv6 address generation (so no link-local address
- * and no fe80::/64 route on it: IPv6 does not leave), the MTU, up.
+ * and no fe80::/64 route on it: the sandbox's IPv6, where there is any, is the one
+ * address given below), the MTU, up.
  */
 static int link_setup(struct nl_sock *sk, int ifindex)
 {
@@ -239,19 +283,23 @@ static int link_setup(struct nl_sock *sk, int ifindex)
 	return send_ack(sk, msg);
 }
 
-static int add_address(struct nl_sock *sk, int ifindex, const struct in_addr *a)
+static int add_address(struct nl_sock *sk, int ifindex, int family, const void *a)
 {
 	struct ifaddrmsg ifa = {
-		.ifa_family = AF_INET,
-		.ifa_prefixlen = 32,
+		.ifa_family = (unsigned char)family,
+		.ifa_prefixlen = family == AF_INET ? 32 : 128,
 		.ifa_scope = RT_SCOPE_UNIVERSE,
 		.ifa_index = (unsigned)ifindex,
 	};
+	size_t alen = family == AF_INET ? 4 : 16;
 	struct nl_msg *msg =
 		nlmsg_alloc_simple(RTM_NEWADDR, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE);
 
 	if (!msg || nlmsg_append(msg, &ifa, sizeof(ifa), NLMSG_ALIGNTO) < 0 ||
-	    ts_nla_put(msg, IFA_LOCAL, a, 4) < 0 || ts_nla_put(msg, IFA_ADDRESS, a, 4) < 0) {
+	    ts_nla_put(msg, IFA_LOCAL, a, alen) < 0 || ts_nla_put(msg, IFA_ADDRESS, a, alen) < 0 ||
+	    /* no duplicate address detection: the link has one other end, the program, and
+	     * a tentative address could not be used for the first second */
+	    (family == AF_INET6 && ts_nla_put_u32(msg, IFA_FLAGS, IFA_F_NODAD) < 0)) {
 		nlmsg_free(msg);
 		return -NLE_NOMEM;
 	}
@@ -260,10 +308,10 @@ static int add_address(struct nl_sock *sk, int ifindex, const struct in_addr *a)
 
 int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err)
 {
-	struct ts_net_rule
-		rules[3 + 1 + TS_HELPER_MAX_HOST_ADDRS + 2 * TS_HELPER_MAX_NET_RULES + 16];
+	struct ts_net_rule rules[TS_NET_MAX_RULES];
 	size_t n_rules = ELEMENTSOF(rules);
 	struct in_addr addr, gw;
+	struct in6_addr addr6, gw6;
 	struct ts_cidr any4 = { .family = AF_INET }, any6 = { .family = AF_INET6 }, dns;
 	struct nl_sock *sk = NULL;
 	const char *what = "";
@@ -272,7 +320,9 @@ int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err)
 	if (ctx->net.mode == TS_NET_NONE)
 		return 0;
 	if (inet_pton(AF_INET, TS_NET_ADDR, &addr) != 1 ||
-	    inet_pton(AF_INET, TS_NET_GATEWAY, &gw) != 1)
+	    inet_pton(AF_INET, TS_NET_GATEWAY, &gw) != 1 ||
+	    inet_pton(AF_INET6, TS_NET_ADDR6, &addr6) != 1 ||
+	    inet_pton(AF_INET6, TS_NET_GATEWAY6, &gw6) != 1)
 		return ts_err(err, -EINVAL, "bad built-in address");
 	if (ts_cidr_parse(TS_NET_DNS, &dns) < 0)
 		return ts_err(err, -EINVAL, "bad built-in address");
@@ -295,16 +345,25 @@ int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err)
 	if ((r = link_setup(sk, ifindex)) < 0)
 		goto out;
 	what = "add address " TS_NET_ADDR "/32";
-	if ((r = add_address(sk, ifindex, &addr)) < 0)
+	if ((r = add_address(sk, ifindex, AF_INET, &addr)) < 0)
 		goto out;
 	what = "add the default route";
 	if ((r = add_route(sk, &any4, RTN_UNICAST, 0, &gw, ifindex)) < 0)
 		goto out;
-	/* No IPv6 egress: every IPv6 destination but the sandbox's own (the local table,
-	 * looked up first) fails with EACCES. */
-	what = "prohibit IPv6";
-	if ((r = add_route(sk, &any6, RTN_PROHIBIT, PRIO_BLOCK, NULL, 0)) < 0)
-		goto out;
+	if (ctx->net.ipv6) {
+		what = "add address " TS_NET_ADDR6 "/128";
+		if ((r = add_address(sk, ifindex, AF_INET6, &addr6)) < 0)
+			goto out;
+		what = "add the IPv6 default route";
+		if ((r = add_route(sk, &any6, RTN_UNICAST, 0, &gw6, ifindex)) < 0)
+			goto out;
+	} else {
+		/* No IPv6 egress: every IPv6 destination but the sandbox's own (the local
+		 * table, looked up first) fails with EACCES. */
+		what = "prohibit IPv6";
+		if ((r = add_route(sk, &any6, RTN_PROHIBIT, PRIO_BLOCK, NULL, 0)) < 0)
+			goto out;
+	}
 	/* the DNS forwarder's address: routable (the netfilter rules keep it to port 53) */
 	what = "route the DNS forwarder " TS_NET_DNS;
 	if ((r = add_route(sk, &dns, RTN_UNICAST, PRIO_DENY, &gw, ifindex)) < 0)
@@ -320,13 +379,14 @@ int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err)
 			      ru->strong   ? PRIO_DENY
 			      : ru->accept ? PRIO_ALLOW
 					   : PRIO_BLOCK,
-			      &gw, ifindex);
+			      ru->cidr.family == AF_INET ? (const void *)&gw : (const void *)&gw6,
+			      ifindex);
 		if (r < 0)
 			goto out;
 	}
 	nl_socket_free(sk);
 	sk = NULL;
-	return ts_nft_egress(ifindex, rules, n_rules, err);
+	return ts_nft_egress(ifindex, ctx->net.ipv6, rules, n_rules, err);
 out:
 	nl_socket_free(sk);
 	return ts_err(err, -EIO, "network egress: %s: %s", what, nl_geterror(r));

@@ -28,27 +28,43 @@
 int ts_netproc_host_addrs(struct ts_helper_ctx *ctx, struct ts_error *err)
 {
 	struct ifaddrs *list = NULL;
+	size_t n4 = 0, n6 = 0;
 
+	/* pasta carries IPv6 when the host has a default route for it; slirp4netns is kept
+	 * to IPv4 (its IPv6 is experimental and maps its own prefix to the host) */
+	ctx->net.ipv6 = ctx->net.mode == TS_NET_PASTA && ts_cidr_host_has_ipv6_route();
 	if (getifaddrs(&list) < 0)
 		return ts_err_errno(err, -errno, "list the host's addresses");
 	ctx->net.n_host = 0;
 	for (struct ifaddrs *i = list; i; i = i->ifa_next) {
+		int fam = i->ifa_addr ? i->ifa_addr->sa_family : AF_UNSPEC;
+		size_t *n = fam == AF_INET ? &n4 : &n6;
 		struct ts_cidr *c;
 
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue; /* no IPv6 egress at all (net.c) */
-		if (ctx->net.n_host >= TS_HELPER_MAX_HOST_ADDRS) {
+		/* IPv6 only when it leaves at all (else ::/0 is prohibited: net.c) */
+		if (fam != AF_INET && (fam != AF_INET6 || !ctx->net.ipv6))
+			continue;
+		if (*n >= TS_HELPER_MAX_HOST_ADDRS) {
 			freeifaddrs(list);
 			return ts_err(err, -E2BIG,
-				      "the host has more than %d IPv4 addresses; egress needs "
+				      "the host has more than %d %s addresses; egress needs "
 				      "to block each of them",
-				      TS_HELPER_MAX_HOST_ADDRS);
+				      TS_HELPER_MAX_HOST_ADDRS, fam == AF_INET ? "IPv4" : "IPv6");
 		}
+		(*n)++;
 		c = &ctx->net.host[ctx->net.n_host++];
 		memset(c, 0, sizeof(*c));
-		c->family = AF_INET;
-		c->len = 32;
-		memcpy(c->addr, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, 4);
+		c->family = fam;
+		if (fam == AF_INET) {
+			c->len = 32;
+			memcpy(c->addr, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, 4);
+		} else {
+			/* link-local ones too: pasta connects to fe80:: destinations through
+			 * the host's own interface (fe80::/10 is blocked anyway) */
+			c->len = 128;
+			memcpy(c->addr, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr,
+			       16);
+		}
 	}
 	freeifaddrs(list);
 	return 0;
@@ -73,20 +89,32 @@ static void build_argv(const struct ts_helper_ctx *ctx, pid_t child, struct prog
 	push(a, ctx->net.program);
 	if (ctx->net.mode == TS_NET_PASTA) {
 		static const char *const fixed[] = {
-			"--quiet", "--foreground", "--ipv4-only", "--ns-ifname", TS_NET_IFNAME,
-			"--address", TS_NET_ADDR, "--netmask", "24", "--gateway", TS_NET_GATEWAY,
+			"--quiet", "--foreground", "--ns-ifname", TS_NET_IFNAME, "--address",
+			TS_NET_ADDR, "--netmask", "24", "--gateway", TS_NET_GATEWAY,
 			/* DNS to our forwarder goes to the host's resolver; the gateway is not
 			 * the host (pasta maps it to the host's loopback otherwise) */
 			"--dns-forward", TS_NET_DNS, "--no-map-gw",
 			/* no port of the host's loopback reachable from inside (-T/-U default to
 			 * `auto`: every port bound on the host), none of ours from outside */
 			"--tcp-ports", "none", "--udp-ports", "none", "--tcp-ns", "none",
-			"--udp-ns", "none", "--no-dhcp", "--no-dhcpv6", "--no-ndp", "--no-ra",
+			"--udp-ns", "none", "--no-dhcp", "--no-dhcpv6", "--no-ra",
 			/* ready: the tap device exists (pasta writes its pid file then) */
 			"--pid", "/proc/self/fd/3"
 		};
 		for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
 			push(a, fixed[i]);
+		if (ctx->net.ipv6) {
+			/* our address and gateway, not copies of the host's; --no-map-gw above
+			 * keeps the gateway from being the host. NDP stays on: the sandbox's
+			 * kernel resolves the gateway through it (nothing else answers) */
+			push(a, "--address");
+			push(a, TS_NET_ADDR6);
+			push(a, "--gateway");
+			push(a, TS_NET_GATEWAY6);
+		} else {
+			push(a, "--ipv4-only");
+			push(a, "--no-ndp");
+		}
 		/* pasta started as root drops to `nobody`, who could not join the sandbox's
 		 * user namespace; uid 0 in a user namespace (`unshare -r`) is no root */
 		if (getuid() == 0) {

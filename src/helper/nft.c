@@ -2,6 +2,7 @@
 #include "nft.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
@@ -22,6 +23,8 @@
 
 #define TABLE "toren"
 #define CHAIN "egress"
+/* after CHAIN on the same hook: sees only what CHAIN accepted */
+#define COUNT_CHAIN "count"
 /* the batch: 2 + 2 messages around the rules; each rule is well under 1 KiB */
 #define MAX_BATCH (256 * 1024)
 
@@ -198,12 +201,32 @@ static int verdict(struct nl_msg *m, bool accept)
 	return expr_end(m, e, d, r);
 }
 
+static int objref_counter(struct nl_msg *m, const char *name)
+{
+	long d = -1, e = expr_begin(m, "objref", &d);
+	int r = e >= 0 ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = put_be32(m, NFTA_OBJREF_IMM_TYPE, NFT_OBJECT_COUNTER);
+	if (r == 0)
+		r = ts_nla_put_str(m, NFTA_OBJREF_IMM_NAME, name);
+	return expr_end(m, e, d, r);
+}
+
+enum match {
+	MATCH_NONE,
+	MATCH_PORT,	/* l4proto and destination port */
+	MATCH_TCP_SYN,	/* TCP with SYN and without ACK: a connection's first packet */
+	MATCH_ICMP6_ND, /* ICMPv6 of type `port` (neighbour solicitation, advertisement) */
+};
+
 /*
- * One rule: out of ifindex, of family nfproto; with c, to that prefix; with port, that
- * transport protocol and destination port; then accept or reject.
+ * One rule of chain: out of ifindex, of family nfproto; with c, to that prefix; then the
+ * match; then accept, reject or (with counter) count in that named counter.
  */
-static void add_rule(struct batch *b, int ifindex, uint8_t nfproto, const struct ts_cidr *c,
-		     uint8_t l4proto, uint16_t port, bool accept)
+static void add_rule_in(struct batch *b, const char *chain, int ifindex, uint8_t nfproto,
+			const struct ts_cidr *c, enum match match, uint8_t l4proto, uint16_t port,
+			bool accept, const char *counter)
 {
 	struct nl_msg *m = nft_msg(b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE,
 				   NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK, NFPROTO_INET);
@@ -215,7 +238,7 @@ static void add_rule(struct batch *b, int ifindex, uint8_t nfproto, const struct
 		return;
 	r = ts_nla_put_str(m, NFTA_RULE_TABLE, TABLE);
 	if (r == 0)
-		r = ts_nla_put_str(m, NFTA_RULE_CHAIN, CHAIN);
+		r = ts_nla_put_str(m, NFTA_RULE_CHAIN, chain);
 	list = r == 0 ? ts_nla_nest(m, NFTA_RULE_EXPRESSIONS) : -1;
 	r = list >= 0 ? 0 : -ENOMEM;
 	if (r == 0)
@@ -227,35 +250,104 @@ static void add_rule(struct batch *b, int ifindex, uint8_t nfproto, const struct
 	if (r == 0)
 		r = cmp_eq(m, &nfproto, 1);
 	if (r == 0 && c && c->len) {
-		unsigned char bits[4] = { 0 };
+		/* the destination address: IPv4 header offset 16, IPv6 header offset 24 */
+		int alen = c->family == AF_INET ? 4 : 16;
+		unsigned char bits[16] = { 0 };
 
 		for (unsigned i = 0; i < c->len; i++)
 			bits[i / 8] |= (unsigned char)(0x80 >> (i % 8));
-		r = payload_load(m, NFT_PAYLOAD_NETWORK_HEADER, 16, 4); /* IPv4 daddr */
-		if (r == 0 && c->len < 32)
-			r = mask(m, bits, 4);
+		r = payload_load(m, NFT_PAYLOAD_NETWORK_HEADER, c->family == AF_INET ? 16 : 24,
+				 (uint32_t)alen);
+		if (r == 0 && c->len < alen * 8)
+			r = mask(m, bits, alen);
 		if (r == 0)
-			r = cmp_eq(m, c->addr, 4);
+			r = cmp_eq(m, c->addr, alen);
 	}
-	if (r == 0 && l4proto) {
-		uint16_t be_port = htons(port);
-
+	if (r == 0 && match != MATCH_NONE) {
 		r = meta_load(m, NFT_META_L4PROTO);
 		if (r == 0)
 			r = cmp_eq(m, &l4proto, 1);
-		if (r == 0)
-			r = payload_load(m, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+	}
+	if (r == 0 && match == MATCH_PORT) {
+		uint16_t be_port = htons(port);
+
+		r = payload_load(m, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
 		if (r == 0)
 			r = cmp_eq(m, &be_port, 2);
+	} else if (r == 0 && match == MATCH_TCP_SYN) {
+		static const unsigned char syn_ack = 0x12, syn = 0x02;
+
+		r = payload_load(m, NFT_PAYLOAD_TRANSPORT_HEADER, 13, 1); /* TCP flags */
+		if (r == 0)
+			r = mask(m, &syn_ack, 1);
+		if (r == 0)
+			r = cmp_eq(m, &syn, 1);
+	} else if (r == 0 && match == MATCH_ICMP6_ND) {
+		uint8_t type = (uint8_t)port;
+
+		r = payload_load(m, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1);
+		if (r == 0)
+			r = cmp_eq(m, &type, 1);
 	}
 	if (r == 0)
-		r = verdict(m, accept);
+		r = counter ? objref_counter(m, counter) : verdict(m, accept);
 	if (r < 0) {
 		nlmsg_free(m);
 		b->failed = true;
 		return;
 	}
 	ts_nla_nest_end(m, list);
+	batch_add(b, m);
+}
+
+static void add_rule(struct batch *b, int ifindex, uint8_t nfproto, const struct ts_cidr *c,
+		     uint8_t l4proto, uint16_t port, bool accept)
+{
+	add_rule_in(b, CHAIN, ifindex, nfproto, c, l4proto ? MATCH_PORT : MATCH_NONE, l4proto, port,
+		    accept, NULL);
+}
+
+/* A base chain of TABLE on the output hook, accepting what no rule decides. */
+static void add_chain(struct batch *b, const char *name, int prio)
+{
+	struct nl_msg *m = nft_msg(b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWCHAIN,
+				   NLM_F_CREATE | NLM_F_ACK, NFPROTO_INET);
+	long hook;
+
+	if (!m)
+		return;
+	if (ts_nla_put_str(m, NFTA_CHAIN_TABLE, TABLE) < 0 ||
+	    ts_nla_put_str(m, NFTA_CHAIN_NAME, name) < 0 ||
+	    ts_nla_put_str(m, NFTA_CHAIN_TYPE, "filter") < 0 ||
+	    put_be32(m, NFTA_CHAIN_POLICY, NF_ACCEPT) < 0 ||
+	    (hook = ts_nla_nest(m, NFTA_CHAIN_HOOK)) < 0 ||
+	    put_be32(m, NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT) < 0 ||
+	    put_be32(m, NFTA_HOOK_PRIORITY, (uint32_t)prio) < 0)
+		b->failed = true;
+	else
+		ts_nla_nest_end(m, hook);
+	batch_add(b, m);
+}
+
+/* A named counter of TABLE, starting at zero. */
+static void add_counter(struct batch *b, const char *name)
+{
+	struct nl_msg *m = nft_msg(b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWOBJ,
+				   NLM_F_CREATE | NLM_F_ACK, NFPROTO_INET);
+	uint64_t zero = 0;
+	long data;
+
+	if (!m)
+		return;
+	if (ts_nla_put_str(m, NFTA_OBJ_TABLE, TABLE) < 0 ||
+	    ts_nla_put_str(m, NFTA_OBJ_NAME, name) < 0 ||
+	    put_be32(m, NFTA_OBJ_TYPE, NFT_OBJECT_COUNTER) < 0 ||
+	    (data = ts_nla_nest(m, NFTA_OBJ_DATA)) < 0 ||
+	    ts_nla_put(m, NFTA_COUNTER_PACKETS, &zero, 8) < 0 ||
+	    ts_nla_put(m, NFTA_COUNTER_BYTES, &zero, 8) < 0)
+		b->failed = true;
+	else
+		ts_nla_nest_end(m, data);
 	batch_add(b, m);
 }
 
@@ -297,7 +389,7 @@ static int read_acks(int fd, unsigned want)
 	return first;
 }
 
-int ts_nft_egress(int ifindex, const struct ts_net_rule *rules, size_t n_rules,
+int ts_nft_egress(int ifindex, bool ipv6, const struct ts_net_rule *rules, size_t n_rules,
 		  struct ts_error *err)
 {
 	_cleanup_free_ unsigned char *buf = malloc(MAX_BATCH);
@@ -314,33 +406,41 @@ int ts_nft_egress(int ifindex, const struct ts_net_rule *rules, size_t n_rules,
 	if (m && ts_nla_put_str(m, NFTA_TABLE_NAME, TABLE) < 0)
 		b.failed = true;
 	batch_add(&b, m);
-	m = nft_msg(&b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_ACK,
-		    NFPROTO_INET);
-	if (m) {
-		long hook;
-
-		if (ts_nla_put_str(m, NFTA_CHAIN_TABLE, TABLE) < 0 ||
-		    ts_nla_put_str(m, NFTA_CHAIN_NAME, CHAIN) < 0 ||
-		    ts_nla_put_str(m, NFTA_CHAIN_TYPE, "filter") < 0 ||
-		    put_be32(m, NFTA_CHAIN_POLICY, NF_ACCEPT) < 0 ||
-		    (hook = ts_nla_nest(m, NFTA_CHAIN_HOOK)) < 0 ||
-		    put_be32(m, NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT) < 0 ||
-		    put_be32(m, NFTA_HOOK_PRIORITY, 0) < 0)
-			b.failed = true;
-		else
-			ts_nla_nest_end(m, hook);
+	add_chain(&b, CHAIN, 0);
+	add_chain(&b, COUNT_CHAIN, 10);
+	add_counter(&b, TS_NFT_COUNTER_CONN4);
+	add_counter(&b, TS_NFT_COUNTER_CONN6);
+	if (ipv6) {
+		/* The kernel's own neighbour discovery for the gateway goes to multicast
+		 * (ff02::1:ff00:1), a blocked range. Only the kernel sends these: crafting
+		 * ICMPv6 of these types takes a raw socket (CAP_NET_RAW), which nothing
+		 * inside has; ping sockets send echo requests only. */
+		add_rule_in(&b, CHAIN, ifindex, NFPROTO_IPV6, NULL, MATCH_ICMP6_ND, IPPROTO_ICMPV6,
+			    135, true, NULL);
+		add_rule_in(&b, CHAIN, ifindex, NFPROTO_IPV6, NULL, MATCH_ICMP6_ND, IPPROTO_ICMPV6,
+			    136, true, NULL);
+	} else {
+		/* IPv6 does not leave at all */
+		add_rule(&b, ifindex, NFPROTO_IPV6, NULL, 0, 0, false);
 	}
-	batch_add(&b, m);
-	/* IPv6 does not leave at all */
-	add_rule(&b, ifindex, NFPROTO_IPV6, NULL, 0, 0, false);
 	for (size_t i = 0; i < n_rules; i++) {
+		uint8_t fam = rules[i].cidr.family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6;
+
+		if (fam == NFPROTO_IPV6 && !ipv6)
+			continue;
 		if (rules[i].dns_only) {
-			add_rule(&b, ifindex, NFPROTO_IPV4, &rules[i].cidr, IPPROTO_UDP, 53, true);
-			add_rule(&b, ifindex, NFPROTO_IPV4, &rules[i].cidr, IPPROTO_TCP, 53, true);
+			add_rule(&b, ifindex, fam, &rules[i].cidr, IPPROTO_UDP, 53, true);
+			add_rule(&b, ifindex, fam, &rules[i].cidr, IPPROTO_TCP, 53, true);
 		} else {
-			add_rule(&b, ifindex, NFPROTO_IPV4, &rules[i].cidr, 0, 0, rules[i].accept);
+			add_rule(&b, ifindex, fam, &rules[i].cidr, 0, 0, rules[i].accept);
 		}
 	}
+	/* connection accounting: the first packet of each TCP connection that the rules
+	 * let out (inspect reads these through the helper's --net-counters) */
+	add_rule_in(&b, COUNT_CHAIN, ifindex, NFPROTO_IPV4, NULL, MATCH_TCP_SYN, IPPROTO_TCP, 0,
+		    true, TS_NFT_COUNTER_CONN4);
+	add_rule_in(&b, COUNT_CHAIN, ifindex, NFPROTO_IPV6, NULL, MATCH_TCP_SYN, IPPROTO_TCP, 0,
+		    true, TS_NFT_COUNTER_CONN6);
 	batch_add(&b, nft_msg(&b, NFNL_MSG_BATCH_END, 0, AF_UNSPEC));
 	if (b.failed)
 		return ts_err(err, -ENOMEM, "build the netfilter rules");
@@ -361,5 +461,94 @@ int ts_nft_egress(int ifindex, const struct ts_net_rule *rules, size_t n_rules,
 		return ts_err_errno(err, r,
 				    "network egress: load the netfilter rules (the kernel needs "
 				    "nf_tables with the inet family and reject)");
+	return 0;
+}
+
+int ts_nft_read_counter(const char *name, uint64_t *packets, struct ts_error *err)
+{
+	_cleanup_free_ unsigned char *buf = malloc(65536);
+	struct batch b = { 0 };
+	struct nl_sock *sk;
+	struct nl_msg *m;
+	ssize_t n;
+	int r;
+
+	if (!buf)
+		return ts_err(err, -ENOMEM, "netfilter reply");
+	m = nft_msg(&b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETOBJ, NLM_F_ACK, NFPROTO_INET);
+	if (!m || ts_nla_put_str(m, NFTA_OBJ_TABLE, TABLE) < 0 ||
+	    ts_nla_put_str(m, NFTA_OBJ_NAME, name) < 0 ||
+	    put_be32(m, NFTA_OBJ_TYPE, NFT_OBJECT_COUNTER) < 0) {
+		nlmsg_free(m);
+		return ts_err(err, -ENOMEM, "build the netfilter query");
+	}
+	sk = nl_socket_alloc();
+	if (!sk) {
+		nlmsg_free(m);
+		return ts_err(err, -ENOMEM, "allocate netlink socket");
+	}
+	r = nl_connect(sk, NETLINK_NETFILTER);
+	if (r < 0) {
+		nlmsg_free(m);
+		nl_socket_free(sk);
+		return ts_err(err, -EIO, "connect nfnetlink: %s", nl_geterror(r));
+	}
+	r = -EIO;
+	if (send(nl_socket_get_fd(sk), nlmsg_hdr(m), nlmsg_hdr(m)->nlmsg_len, 0) < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* the object (NFT_MSG_NEWOBJ), then the ack; or one error */
+	for (int rounds = 0; rounds < 4; rounds++) {
+		struct pollfd p = { .fd = nl_socket_get_fd(sk), .events = POLLIN };
+
+		if (poll(&p, 1, 5000) <= 0) {
+			r = -ETIMEDOUT;
+			goto out;
+		}
+		n = recv(p.fd, buf, 65536, 0);
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			goto out;
+		}
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type == NLMSG_ERROR &&
+			    h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				if (e->error < 0) {
+					r = e->error;
+					goto out;
+				}
+				if (r == 0)
+					goto out; /* the ack after the object */
+			} else if (h->nlmsg_type ==
+				   ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWOBJ)) {
+				struct nlattr *a = nlmsg_attrdata(h, sizeof(struct nfgenmsg));
+				int len = nlmsg_attrlen(h, sizeof(struct nfgenmsg));
+				struct nlattr *data = nla_find(a, len, NFTA_OBJ_DATA), *pk;
+				uint64_t v;
+
+				pk = data ? nla_find(nla_data(data), nla_len(data),
+						     NFTA_COUNTER_PACKETS)
+					  : NULL;
+				if (!pk || nla_len(pk) != 8) {
+					r = -EPROTO;
+					goto out;
+				}
+				memcpy(&v, nla_data(pk), 8);
+				*packets = be64toh(v);
+				r = 0;
+			}
+		}
+	}
+out:
+	nlmsg_free(m);
+	nl_socket_free(sk);
+	if (r == -ENOENT)
+		return ts_err(err, r, "no egress counter `%s` in this network namespace", name);
+	if (r < 0)
+		return ts_err_errno(err, r, "read the netfilter counter `%s`", name);
 	return 0;
 }

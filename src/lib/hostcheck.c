@@ -12,6 +12,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "cidr.h"
 #include "cleanup.h"
 #include "config.h"
 #include "idmap-plan.h"
@@ -323,6 +324,29 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 				 b == TS_NET_BACKEND_SLIRP4NETNS
 					 ? "; pasta is preferred: apt-get install passt"
 					 : "");
+		}
+	}
+	c = add(out, max, &n, "IPv6 egress", TS_CHECK_OK);
+	if (c) {
+		char path[4096];
+		enum ts_net_backend b = ts_hostcheck_net_backend(path, sizeof(path));
+		bool route = ts_cidr_host_has_ipv6_route();
+
+		/* the helper decides the same way when a sandbox starts (netproc.c) */
+		if (b == TS_NET_BACKEND_PASTA && route) {
+			snprintf(c->detail, sizeof(c->detail),
+				 "this host has an IPv6 default route: `--network` sandboxes get "
+				 "IPv6 through pasta, private IPv6 ranges blocked");
+		} else {
+			c->level = TS_CHECK_INFO;
+			snprintf(c->detail, sizeof(c->detail),
+				 "%s: IPv6 is prohibited as a whole in `--network` sandboxes "
+				 "(IPv4 only)",
+				 b != TS_NET_BACKEND_PASTA ? "IPv6 egress needs pasta"
+							   : "this host has no IPv6 default route");
+			if (b != TS_NET_BACKEND_PASTA)
+				snprintf(c->fix, sizeof(c->fix),
+					 "optional: apt-get install passt (pasta)");
 		}
 	}
 	c = add(out, max, &n, "/dev/net/tun", TS_CHECK_OK);

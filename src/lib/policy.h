@@ -72,8 +72,9 @@ struct ts_policy {
 /*
  * Check one `allow`/`deny` entry of `network` (policy files and the E2B body alike): an
  * IPv4 or IPv6 prefix. A host name or a name pattern is refused with "name-based
- * allow-lists are not supported yet"; an IPv6 allow entry with "IPv6 egress is not
- * supported yet". 0 or -EINVAL with why (a message without the entry's origin).
+ * allow-lists are not supported yet". IPv6 entries decide where the sandbox has IPv6
+ * egress (the helper's ctx->net.ipv6). 0 or -EINVAL with why (a message without the
+ * entry's origin).
  */
 int ts_policy_parse_net_entry(const char *s, bool allow, struct ts_cidr *ret, char *why,
 			      size_t why_len);

@@ -3,10 +3,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cidr.h"
 #include "cleanup.h"
@@ -151,6 +156,8 @@ static json_t *path_json(const char *dir, const char *sub)
  * host in init's network namespace (/proc/PID/net/dev): bytes and packets in and out, all
  * of the sandbox's traffic through its egress program.
  */
+static bool has_ipv6(pid_t pid);
+
 static json_t *network_json(const struct ts_sandbox_rec *rec, const struct ts_sb_live *live,
 			    json_t *spec)
 {
@@ -183,7 +190,101 @@ static json_t *network_json(const struct ts_sandbox_rec *rec, const struct ts_sb
 	}
 	free(text);
 	json_object_set_new(j, "mode", json_string(egress ? "egress" : "none"));
+	if (egress && live->running && rec->init_pid > 0)
+		json_object_set_new(j, "ipv6", json_boolean(has_ipv6(rec->init_pid)));
 	return j;
+}
+
+/* Whether the egress interface in pid's network namespace has a global IPv6 address (the
+ * helper gives it one only where IPv6 leaves: otherwise IPv6 is prohibited as a whole). */
+static bool has_ipv6(pid_t pid)
+{
+	char path[64], *text = NULL, *line, *save = NULL;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/net/if_inet6", (int)pid);
+	if (ts_read_file_at(AT_FDCWD, path, 65536, &text, NULL) < 0)
+		return false;
+	/* ADDR IFINDEX PLEN SCOPE FLAGS NAME; scope 00 is global */
+	for (line = strtok_r(text, "\n", &save); line && !found;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char addr[33], name[32];
+		unsigned idx, plen, scope, flags;
+
+		found = sscanf(line, "%32s %x %x %x %x %31s", addr, &idx, &plen, &scope, &flags,
+			       name) == 6 &&
+			scope == 0 && !strcmp(name, TS_NET_IFNAME);
+	}
+	free(text);
+	return found;
+}
+
+/* Run `helper --net-counters PID` and read what it prints: at most 4 KiB, within 5 s. */
+static int read_counters(const char *helper, pid_t pid, char *out, size_t len)
+{
+	char pid_s[24];
+	char *const argv[] = { (char *)helper, "--net-counters", pid_s, NULL };
+	static char *const empty_env[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	int p[2], status = 0, r;
+	size_t got = 0;
+	pid_t child;
+
+	snprintf(pid_s, sizeof(pid_s), "%d", (int)pid);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	r = posix_spawn(&child, helper, &fa, NULL, argv, empty_env);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (r != 0) {
+		close(p[0]);
+		return -r;
+	}
+	for (;;) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pf, 1, 5000) <= 0) {
+			kill(child, SIGKILL);
+			break;
+		}
+		n = read(p[0], out + got, len - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got >= len - 1)
+			break;
+	}
+	out[got] = '\0';
+	close(p[0]);
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+void ts_sb_net_counters(const char *helper, pid_t init_pid, json_t *network)
+{
+	unsigned long long c4, c6;
+	char out[4096], *p4, *p6;
+
+	if (!network || init_pid <= 0 ||
+	    strcmp(json_string_value(json_object_get(network, "mode")) ?: "", "egress") != 0 ||
+	    read_counters(helper, init_pid, out, sizeof(out)) < 0)
+		return;
+	p4 = strstr(out, "connections_ipv4 ");
+	p6 = strstr(out, "connections_ipv6 ");
+	if (!p4 || !p6 || sscanf(p4, "connections_ipv4 %llu", &c4) != 1 ||
+	    sscanf(p6, "connections_ipv6 %llu", &c6) != 1)
+		return;
+	json_object_set_new(network, "connections", json_integer((json_int_t)(c4 + c6)));
+	json_object_set_new(network, "connections_ipv4", json_integer((json_int_t)c4));
+	json_object_set_new(network, "connections_ipv6", json_integer((json_int_t)c6));
 }
 
 json_t *ts_sb_rec_json(const struct ts_sandbox_rec *rec, const struct ts_sb_live *live,

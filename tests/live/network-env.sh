@@ -10,6 +10,11 @@
 #   V "private": 10.99.0.10, 172.16.5.10, 192.168.77.10, 100.64.1.10, 169.254.169.254,
 #     HTTP :8080, UDP echo :9999
 #   H itself: HTTP on 127.0.0.1:8081 and on 0.0.0.0:8082 (its own 198.51.100.1, 10.99.0.1)
+# and IPv6 (H has an IPv6 default route, so pasta carries IPv6):
+#   P: 2001:db8:1::10/64 and 2001:db8:2::10 (documentation), HTTP [::]:8080 "public"
+#   V: fd00:99::10/64 (unique local), HTTP [::]:8080 "private"
+#   H: 2001:db8:1::1, fe80::1 (link-local, the address pasta's IPv6 gateway has) on the
+#     link to P, fd00:99::1 on the link to V; HTTP [::1]:8081 and [::]:8082
 # Controls (the private servers answer from H; a rootless `--network` with /dev/net/tun
 # 0600 fails fast) go to /tmp/ts-net-env/controls, which network.sh turns into TAP.
 #
@@ -48,17 +53,28 @@ ip -n $P addr add 203.0.113.10/32 dev tsnp0
 ip -n $V addr add 10.99.0.10/24 dev tsnv0
 for a in 172.16.5.10 192.168.77.10 100.64.1.10 169.254.169.254; do ip -n $V addr add $a/32 dev tsnv0; done
 for n in "$H tsnh0" "$H tsnh1" "$P tsnp0" "$V tsnv0"; do set -- $n; ip -n $1 link set $2 up; done
+ip -n $H addr add 2001:db8:1::1/64 dev tsnh0 nodad
+ip -n $H addr add fe80::1/64 dev tsnh0 nodad
+ip -n $H addr add fd00:99::1/64 dev tsnh1 nodad
+ip -n $P addr add 2001:db8:1::10/64 dev tsnp0 nodad
+ip -n $P addr add 2001:db8:2::10/128 dev tsnp0 nodad
+ip -n $V addr add fd00:99::10/64 dev tsnv0 nodad
 ip -n $H route add default via 198.51.100.10
 ip -n $H route add 203.0.113.10/32 via 198.51.100.10
 for a in 172.16.5.10 192.168.77.10 100.64.1.10 169.254.169.254; do ip -n $H route add $a/32 via 10.99.0.10; done
+ip -n $H -6 route add default via 2001:db8:1::10
+ip -n $P -6 route add default via 2001:db8:1::1
+ip -n $V -6 route add default via fd00:99::1
 ip -n $P route add default via 198.51.100.1
 ip -n $V route add default via 10.99.0.1
 ip netns exec $H sysctl -qw net.ipv4.ip_forward=0
 # H leads nowhere real: its interfaces are lo and our two veths, its default route ours
 links=$(ip -n $H -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort | tr '\n' ' ')
 defroute=$(ip -n $H route show default)
-if [ "$links" != "lo tsnh0 tsnh1 " ] || [ "$defroute" != "default via 198.51.100.10 dev tsnh0 " ]; then
-	echo "1..1"; echo "not ok 1 - the test host namespace is not isolated (links: $links; $defroute)"; exit 1
+defroute6=$(ip -n $H -6 route show default | awk '{print $1, $2, $3, $4, $5}')
+if [ "$links" != "lo tsnh0 tsnh1 " ] || [ "$defroute" != "default via 198.51.100.10 dev tsnh0 " ] ||
+	[ "$defroute6" != "default via 2001:db8:1::10 dev tsnh0" ]; then
+	echo "1..1"; echo "not ok 1 - the test host namespace is not isolated (links: $links; $defroute; $defroute6)"; exit 1
 fi
 mkdir -p "/etc/netns/$H"
 echo "nameserver 198.51.100.53" >"/etc/netns/$H/resolv.conf"
@@ -71,6 +87,10 @@ serve $P 0.0.0.0 8080 public
 serve $V 0.0.0.0 8080 private
 serve $H 127.0.0.1 8081 host-loopback
 serve $H 0.0.0.0 8082 host
+serve $P :: 8080 public
+serve $V :: 8080 private
+serve $H ::1 8081 host-loopback
+serve $H :: 8082 host
 ip netns exec $P python3 "$here/network-servers.py" udp 0.0.0.0 9999 public & pids+=($!)
 ip netns exec $V python3 "$here/network-servers.py" udp 0.0.0.0 9999 private & pids+=($!)
 ip netns exec $P python3 "$here/network-servers.py" dns 198.51.100.53 53 198.51.100.10 & pids+=($!)
@@ -78,8 +98,10 @@ sleep 1
 # controls: every server answers where it is reachable without the sandbox
 for t in 198.51.100.10:8080:public 203.0.113.10:8080:public 10.99.0.10:8080:private \
 	172.16.5.10:8080:private 169.254.169.254:8080:private 192.168.77.10:8080:private \
-	100.64.1.10:8080:private 127.0.0.1:8081:host-loopback 198.51.100.1:8082:host 10.99.0.1:8082:host; do
-	IFS=: read -r a p want <<<"$t"
+	100.64.1.10:8080:private 127.0.0.1:8081:host-loopback 198.51.100.1:8082:host 10.99.0.1:8082:host \
+	2001:db8:1::10/8080/public 2001:db8:2::10/8080/public fd00:99::10/8080/private \
+	::1/8081/host-loopback 2001:db8:1::1/8082/host fe80::1%tsnh0/8082/host fd00:99::1/8082/host; do
+	if [[ $t == */* ]]; then IFS=/ read -r a p want <<<"$t"; else IFS=: read -r a p want <<<"$t"; fi
 	got=$(ip netns exec $H python3 "$here/network-servers.py" get "$a" "$p" 2>&1)
 	ctl "CONTROL $([ "$got" = "$want" ] && echo PASS || echo FAIL) $a:$p answers from the test host ($got)"
 done

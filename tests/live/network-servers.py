@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # The network test's tiny servers and its in-sandbox client (network-env.sh, network.sh).
-#   http ADDR PORT NAME      answers every GET with NAME
+#   http ADDR PORT NAME      answers every GET with NAME (ADDR IPv4 or IPv6)
 #   udp ADDR PORT NAME       answers every datagram with NAME
 #   dns ADDR PORT IP         answers every A query with IP
 #   get ADDR PORT            prints the body of GET / (exit 1 on failure)
@@ -30,8 +30,18 @@ def http_serve(addr, port, name):
         def log_message(self, *a):
             pass
 
-    socketserver.TCPServer.allow_reuse_address = True
-    with socketserver.ThreadingTCPServer((addr, int(port)), H) as s:
+    class S(socketserver.ThreadingTCPServer):
+        allow_reuse_address = True
+        # an IPv6 address (`::`, `::1`) serves IPv6 only: the IPv4 server of the same
+        # port is another process
+        address_family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+        def server_bind(self):
+            if self.address_family == socket.AF_INET6:
+                self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            super().server_bind()
+
+    with S((addr, int(port)), H) as s:
         s.serve_forever()
 
 
@@ -90,7 +100,7 @@ def refused(addr, port, bind=False):
     """A connection attempt that must fail at once; returns (ok, detail)."""
     fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_STREAM)
-    s.settimeout(5)
+    s.settimeout(3 if bind and fam == socket.AF_INET6 else 5)
     if bind:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0")
     t = time.monotonic()
@@ -101,8 +111,16 @@ def refused(addr, port, bind=False):
     except OSError as e:
         dt = time.monotonic() - t
         good = e.errno in (errno.EACCES, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EPERM)
-        if addr.startswith("127."):
+        if addr.startswith(("127.", "::ffff:127.")) or addr == "::1":
             good = good or e.errno == errno.ECONNREFUSED  # the sandbox's own loopback
+        if "%" in addr:
+            # link-local: the egress interface has no link-local address to send from
+            good = good or e.errno in (errno.EINVAL, errno.EADDRNOTAVAIL)
+        if isinstance(e, socket.timeout) or e.errno == errno.ETIMEDOUT:
+            # IPv6 bound to the interface: the netfilter rules reject the packet, but the
+            # kernel does not hand the ICMPv6 error to a socket bound to eth0 (it arrives
+            # on lo): the connect times out, nothing left
+            return bind and fam == socket.AF_INET6, "timed out in %.3f s" % dt
         return good and dt < 1.0, "%s in %.3f s" % (errno.errorcode.get(e.errno, e.errno), dt)
 
 

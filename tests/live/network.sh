@@ -6,7 +6,11 @@
 # metadata address and the host's own addresses refused at once, also for sockets bound to
 # the interface (SO_BINDTODEVICE, IP_PKTINFO), DNS answered through the forwarder only on
 # port 53, allow/deny rules, nothing changed by root inside, the default still `lo` only,
-# slirp4netns as the fallback, and no egress process outliving its sandbox.
+# slirp4netns as the fallback, and no egress process outliving its sandbox. IPv6 (the test
+# host has an IPv6 default route): a public host reachable; unique local, link-local (also
+# pasta's gateway fe80::1, which H has), ::1, the host's own, v4-mapped, NAT64 of a private
+# IPv4 address and 6to4 refused at once, also for bound sockets; allow/deny rules; without
+# IPv6 (slirp4netns) prohibited as a whole. Connection counts in inspect.
 set -u
 . "$(dirname "$0")/lib.sh"
 cli=$TS_CLI
@@ -51,11 +55,20 @@ cases=(reach 198.51.100.10 8080 public -- reach 203.0.113.10 8080 public --
 	udp 198.51.100.10 9999 public -- dns public.test 198.51.100.10 --
 	dns-raw 169.254.1.3 other.test 198.51.100.10 -- refused 169.254.1.3 80 --
 	refused 169.254.1.2 8080 -- refused 198.51.100.1 8082 -- refused 10.99.0.1 8082 --
-	refused 127.0.0.1 8081 -- refused 2001:db8::1 80 -- refused 224.0.0.1 80 --
+	refused 127.0.0.1 8081 -- refused 224.0.0.1 80 --
 	refused 240.0.0.1 80 -- refused 0.0.0.1 80 -- refused 198.18.0.1 80 --
 	udp 10.99.0.10 9999 "error EACCES" -- pktinfo 10.99.0.10 9999 -- bound 10.99.0.10 8080)
 for a in "${private[@]}"; do cases+=(-- refused "$a" 8080); done
 run_cases "pasta" --network -- "${cases[@]}"
+
+# IPv6: the host offers it, so the sandbox gets it, with the same firewall
+cases6=(reach 2001:db8:1::10 8080 public -- reach 2001:db8:2::10 8080 public --
+	refused fd00:99::10 8080 -- refused fd00:99::1 8082 -- refused fe80::1%eth0 8082 --
+	refused 2001:db8:1::1 8082 -- refused ::1 8081 -- refused ::ffff:10.99.0.10 8080 --
+	refused ::ffff:127.0.0.1 8081 -- refused 64:ff9b::a63:a 8080 -- refused 2002:a63:a::1 8080 --
+	refused fd00:7473:6278::1 8080 -- refused ff02::1 8080 --
+	bound fd00:99::10 8080 -- bound 2001:db8:1::1 8082 -- bound fe80::1%eth0 8082)
+run_cases "pasta IPv6" --network -- "${cases6[@]}"
 
 # rules: an allow punches through the private blocks, a deny blocks a public host; the
 # metadata address and the host's own stay blocked whatever is allowed
@@ -65,6 +78,10 @@ chmod 644 "$pol"
 run_cases "rules" --policy "$pol" -- reach 10.99.0.10 8080 private -- refused 203.0.113.10 8080 -- \
 	reach 198.51.100.10 8080 public -- refused 169.254.169.254 8080 -- refused 10.99.0.1 8082 -- \
 	refused 172.16.5.10 8080
+printf 'network:\n  allow: [fd00:99::/64]\n  deny: [2001:db8:2::10]\n' >"$pol"
+run_cases "IPv6 rules" --policy "$pol" -- reach fd00:99::10 8080 private -- \
+	refused 2001:db8:2::10 8080 -- reach 2001:db8:1::10 8080 public -- refused fd00:99::1 8082 -- \
+	refused 2001:db8:1::1 8082 -- refused fe80::1%eth0 8082
 printf 'network:\n  allow: [api.github.com]\n' >"$pol"
 out=$("$cli" run --policy "$pol" -- true 2>&1)
 rc=$?
@@ -83,6 +100,9 @@ out=$(timeout 60 "$cli" run --network "${as[@]}" -- sh -c '
 	ip route add 10.99.0.0/24 via 169.254.1.2 dev eth0 onlink 2>/dev/null && echo CHANGED route
 	ip route del prohibit 10.0.0.0/8 2>/dev/null && echo CHANGED delroute
 	ip addr add 10.99.0.50/24 dev eth0 2>/dev/null && echo CHANGED addr
+	ip -6 route add fd00:99::/64 via fe80::1 dev eth0 2>/dev/null && echo CHANGED route6
+	ip -6 route del prohibit 8000::/1 2>/dev/null && echo CHANGED delroute6
+	ip -6 addr add fd00:99::50/64 dev eth0 2>/dev/null && echo CHANGED addr6
 	nft add table inet evil 2>/dev/null && echo CHANGED nft
 	nft flush ruleset 2>/dev/null && echo CHANGED flush
 	iptables -I OUTPUT -j ACCEPT 2>/dev/null && echo CHANGED iptables
@@ -90,13 +110,14 @@ out=$(timeout 60 "$cli" run --network "${as[@]}" -- sh -c '
 	id -u' 2>&1)
 [[ $out == *SAME* ]] && [[ $out != *CHANGED* ]]
 tap_result $? "${as[*]:-user}: ip route/addr, nft and iptables change nothing (${out//$'\n'/ })"
-run_cases "after the attempts" --network "${as[@]}" -- refused 10.99.0.10 8080
+run_cases "after the attempts" --network "${as[@]}" -- refused 10.99.0.10 8080 -- refused fd00:99::10 8080
 
 # slirp4netns, the fallback
 if command -v slirp4netns >/dev/null; then
 	TOREN_SANDBOX_NETWORK_BACKEND=slirp4netns run_cases "slirp4netns" --network -- \
 		reach 198.51.100.10 8080 public -- refused 10.99.0.10 8080 -- refused 127.0.0.1 8081 -- \
-		refused 169.254.1.2 8080 -- bound 10.99.0.10 8080 -- dns public.test 198.51.100.10
+		refused 169.254.1.2 8080 -- bound 10.99.0.10 8080 -- dns public.test 198.51.100.10 -- \
+		refused 2001:db8:1::10 8080
 else
 	tap_skip "slirp4netns" "not installed"
 fi
@@ -115,6 +136,20 @@ if [ -n "$id" ] && "$cli" exec "$id" -- true >/dev/null 2>&1; then
 	tap_is "$n" 1 "durable: one egress process while it runs"
 	net=$("$cli" inspect "$id" 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; n=d["network"]; print(n["mode"], n.get("tx_bytes",0)>0, n.get("rx_bytes",0)>0)' 2>&1)
 	tap_is "$net" "egress True True" "inspect shows the network mode and its byte counters"
+	# connection accounting: 3 IPv4 and 2 IPv6 connections made, 2 refused ones not counted
+	conns() { "$cli" inspect "$id" 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; n=d["network"]; print(n.get("connections_ipv4"), n.get("connections_ipv6"), n.get("connections"), n.get("ipv6"))' 2>&1; }
+	before=$(conns)
+	out=$("$cli" exec "$id" -- python3 -c "$code" probe reach 198.51.100.10 8080 public -- \
+		reach 203.0.113.10 8080 public -- reach 198.51.100.10 8080 public -- \
+		reach 2001:db8:1::10 8080 public -- reach 2001:db8:2::10 8080 public -- \
+		refused 10.99.0.10 8080 -- refused fd00:99::10 8080 2>&1)
+	after=$(conns)
+	read -r b4 b6 ball bip6 <<<"$before"
+	read -r a4 a6 aall aip6 <<<"$after"
+	[[ $out != *FAIL* ]] && [[ $b4 =~ ^[0-9]+$ ]] && [[ $a4 =~ ^[0-9]+$ ]] &&
+		[ $((a4 - b4)) = 3 ] && [ $((a6 - b6)) = 2 ] && [ $((aall - ball)) = 5 ]
+	tap_result $? "inspect counts the connections made: +3 IPv4, +2 IPv6 (before: $before; after: $after; ${out//$'\n'/ })"
+	tap_is "$aip6" True "inspect says the sandbox has IPv6"
 	"$cli" stop "$id" >/dev/null 2>&1
 	for _ in $(seq 50); do [ -z "$(egress_procs)" ] && break; sleep 0.1; done
 	tap_is "$(egress_procs)" "" "durable: stop ends the egress process"
