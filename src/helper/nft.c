@@ -525,19 +525,19 @@ int ts_nft_read_counter(const char *name, uint64_t *packets, struct ts_error *er
 					goto out; /* the ack after the object */
 			} else if (h->nlmsg_type ==
 				   ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWOBJ)) {
-				struct nlattr *a = nlmsg_attrdata(h, sizeof(struct nfgenmsg));
+				const struct nlattr *a = nlmsg_attrdata(h, sizeof(struct nfgenmsg));
 				int len = nlmsg_attrlen(h, sizeof(struct nfgenmsg));
-				struct nlattr *data = nla_find(a, len, NFTA_OBJ_DATA), *pk;
+				const struct nlattr *data = ts_nla_find(a, len, NFTA_OBJ_DATA), *pk;
 				uint64_t v;
 
-				pk = data ? nla_find(nla_data(data), nla_len(data),
-						     NFTA_COUNTER_PACKETS)
+				pk = data ? ts_nla_find(ts_nla_data(data), ts_nla_len(data),
+							NFTA_COUNTER_PACKETS)
 					  : NULL;
-				if (!pk || nla_len(pk) != 8) {
+				if (!pk || ts_nla_len(pk) != 8) {
 					r = -EPROTO;
 					goto out;
 				}
-				memcpy(&v, nla_data(pk), 8);
+				memcpy(&v, ts_nla_data(pk), 8);
 				*packets = be64toh(v);
 				r = 0;
 			}

@@ -57,3 +57,37 @@ static inline void ts_nla_nest_end(struct nl_msg *m, long off)
 
 	a->nla_len = (uint16_t)(h->nlmsg_len - (uint32_t)off);
 }
+
+/*
+ * The attribute of type (nest flags ignored) in the len bytes at head, or NULL: each
+ * attribute's length checked against what is left. Our own walk rather than libnl's
+ * nla_find, whose object file would link the static helper against getaddrinfo.
+ */
+static inline const struct nlattr *ts_nla_find(const void *head, long len, int type)
+{
+	const unsigned char *p = head;
+
+	while (len >= (long)NLA_HDRLEN) {
+		const struct nlattr *a = (const struct nlattr *)p;
+		long step = NLA_ALIGN(a->nla_len);
+
+		if (a->nla_len < NLA_HDRLEN || a->nla_len > len)
+			return NULL;
+		if ((a->nla_type & NLA_TYPE_MASK) == type)
+			return a;
+		p += step;
+		len -= step;
+	}
+	return NULL;
+}
+
+/* The payload of a and its length. */
+static inline const void *ts_nla_data(const struct nlattr *a)
+{
+	return (const unsigned char *)a + NLA_HDRLEN;
+}
+
+static inline long ts_nla_len(const struct nlattr *a)
+{
+	return (long)a->nla_len - NLA_HDRLEN;
+}
