@@ -2,16 +2,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """`image pull` from real registries on this machine, `run --image REF`.
 
-Two registries, both on 127.0.0.1 (a loopback registry is plain http): Debian's
-`docker-registry`, images pushed to it with `skopeo` from OCI layouts built here
-(busybox-static, images.py's builders), and a token-auth registry written here (the bearer
-flow as Docker Hub speaks it, credentials from an auth file) that counts what it serves.
+Registries on 127.0.0.1 (a loopback registry is plain http): Debian's `docker-registry`,
+images pushed to it with `skopeo` from OCI layouts built here (busybox-static, images.py's
+builders); a second `docker-registry` with token authentication, whose JWTs a token server
+here signs with openssl; and a token-auth registry written here (the bearer flow as Docker
+Hub speaks it, credentials from an auth file) that counts what it serves and can stall.
 Checked: a two-layer image with a whiteout and an opaque directory; a multi-arch index
 yields this machine's architecture; a pull by digest, and a digest the registry's bytes
 do not match; a corrupted blob refused with nothing left in use; a second pull fetches no
 layer; two concurrent pulls download each blob once; the bearer flow refuses without
 credentials and works with them; a pull killed mid-layer leaves no half layer and the
-next pull works; `run --image REF` pulls what the store lacks; `image ls` shows it.
+next pull works; `run --image REF` pulls what the store lacks; `image ls` shows it; serve
+pulls an E2B templateID that is a reference off its loop; the agent runner pulls its
+`sandbox.image`.
 
 TAP on stdout. Env: TS_CLI, TOREN_SANDBOX_ROOT.
 """
@@ -30,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import images  # noqa: E402  (the image builders)
@@ -327,6 +331,7 @@ def run_tests(work, port, data):
     t(r.returncode != 0 and "bad name" in r.stderr, "a malformed reference is refused") or diag(r.stderr)
 
     token_tests(work, base)
+    docker_token_tests(work, base)
     serve_tests(work, host, base)
     agent_tests(work, host, base)
 
@@ -419,6 +424,116 @@ def serve_tests(work, host, base):
             serve.wait()
         err = serve.stderr.read()
         t(serve.returncode == 0, "serve stops cleanly") or diag(err[-2000:])
+
+
+def b64url(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+def docker_token_tests(work, base):
+    """Debian's docker-registry with token authentication: a token server here issues
+    RS256 JWTs (signed with openssl) for the right Basic credentials, which the registry
+    verifies against the test's certificate."""
+    if not shutil.which("openssl"):
+        if must_work:
+            t(False, "token-auth docker-registry: openssl is not installed")
+        else:
+            skip("token-auth docker-registry", "openssl is not installed")
+        return
+    d = f"{work}/tokreg"
+    os.makedirs(d)
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        f"{d}/key.pem", "-out", f"{d}/cert.pem", "-days", "2", "-subj", "/CN=ts-token"],
+                       capture_output=True, text=True)
+    if not t(r.returncode == 0, "a token-signing certificate"):
+        diag(r.stderr)
+        return
+    der = subprocess.run(["openssl", "x509", "-in", f"{d}/cert.pem", "-outform", "DER"],
+                         capture_output=True).stdout
+    creds = base64.b64encode(b"bob:hunter2").decode()
+    issued = []
+
+    class Tok(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+            if self.headers.get("Authorization") != "Basic " + creds:
+                body = b'{"details":"wrong credentials"}'
+                self.send_response(401)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            access = []
+            for sc in q.get("scope", []):
+                kind, name, actions = sc.split(":")
+                access.append({"type": kind, "name": name, "actions": actions.split(",")})
+            now = int(time.time())
+            head = {"typ": "JWT", "alg": "RS256", "x5c": [base64.b64encode(der).decode()]}
+            claims = {"iss": "ts-test-issuer", "sub": "bob", "aud": q.get("service", [""])[0],
+                      "exp": now + 300, "nbf": now - 10, "iat": now,
+                      "jti": hashlib.sha256(os.urandom(8)).hexdigest(), "access": access}
+            signing = b64url(json.dumps(head).encode()) + "." + b64url(json.dumps(claims).encode())
+            sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", f"{d}/key.pem"],
+                                 input=signing.encode(), capture_output=True).stdout
+            tok = signing + "." + b64url(sig)
+            issued.append(tok)
+            body = json.dumps({"token": tok, "access_token": tok, "expires_in": 300}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    tsrv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tok)
+    tsrv.daemon_threads = True
+    threading.Thread(target=tsrv.serve_forever, daemon=True).start()
+    port = free_port()
+    with open(f"{d}/registry.yml", "w") as f:
+        f.write(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {d}/data\n"
+                f"http:\n  addr: 127.0.0.1:{port}\nlog:\n  level: error\n"
+                f"auth:\n  token:\n    realm: http://127.0.0.1:{tsrv.server_address[1]}/token\n"
+                f"    service: ts-test-registry\n    issuer: ts-test-issuer\n"
+                f"    rootcertbundle: {d}/cert.pem\n")
+    log = open(f"{d}/registry.log", "w")
+    reg = subprocess.Popen(["docker-registry", "serve", f"{d}/registry.yml"], stdout=log, stderr=log)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        host = f"127.0.0.1:{port}"
+        lay = images.Layout(f"{d}/img")
+        m = lay.image([base, [("jwt", "file", b"behind a token\n", 0o644)]])
+        lay.index([images.named(m, "j")])
+        r = subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", "--dest-creds",
+                            "bob:hunter2", f"oci:{d}/img:j", f"docker://{host}/priv/app:1"],
+                           capture_output=True, text=True, timeout=120)
+        t(r.returncode == 0, "skopeo pushes to the token-auth docker-registry") or diag(r.stderr)
+        none = f"{d}/none.json"
+        with open(none, "w") as f:
+            json.dump({"auths": {}}, f)
+        r, j = pull(f"{host}/priv/app:1", "jwt-anon", env={"REGISTRY_AUTH_FILE": none})
+        t(r.returncode != 0 and "refused" in r.stderr,
+          "token-auth docker-registry: an anonymous pull is refused, saying so") or diag(r.stderr)
+        authf = f"{d}/auth.json"
+        with open(authf, "w") as f:
+            json.dump({"auths": {f"http://{host}": {"auth": creds}}}, f)
+        before = len(issued)
+        r, j = pull(f"{host}/priv/app:1", "jwt-ok", env={"REGISTRY_AUTH_FILE": authf})
+        t(r.returncode == 0 and j and j["layers"] == 2 and len(issued) > before,
+          "token-auth docker-registry: a JWT for the auth file's credentials, the image pulled") \
+            or diag(r.stdout + r.stderr)
+        r = ts("run", "--image", "jwt-ok", "--", "/bin/cat", "/jwt")
+        t(r.returncode == 0 and r.stdout == "behind a token\n", "and it runs") or diag(r.stderr)
+    finally:
+        reg.kill()
+        reg.wait()
+        tsrv.shutdown()
 
 
 def token_tests(work, base):
