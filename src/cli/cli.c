@@ -121,3 +121,19 @@ int ts_cli_print_json(json_t *j, bool compact)
 		return -EIO;
 	return 0;
 }
+
+void ts_cli_size_text(uint64_t n, char *out, size_t len)
+{
+	const char *units = "BKMGT";
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, len, "%lluB", (unsigned long long)n);
+	else
+		snprintf(out, len, "%.1f%c", v, units[u]);
+}

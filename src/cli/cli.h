@@ -3,6 +3,7 @@
 
 /* What the subcommands share: the backend, printing errors, parsing. */
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "backend.h"
@@ -41,6 +42,9 @@ int ts_cli_print_json(json_t *j, bool compact);
  * registry reference the image store has no image of that name for. 0, or -1 with the
  * reason printed (prefixed with cmd). */
 int ts_cli_image_ensure(const char *root, const char *image, const char *cmd);
+
+/* n bytes for people: 512B, 1.5K, 3.2M, ... */
+void ts_cli_size_text(uint64_t n, char *out, size_t len);
 
 /* toren-sandbox image pull (image-pull.c). */
 int ts_cli_image_pull(int argc, char **argv);

@@ -53,22 +53,6 @@ static void fail(const char *sub, const struct ts_error *err)
 	fprintf(stderr, "toren-sandbox image %s: %s\n", sub, err->msg);
 }
 
-static void human(unsigned long long n, char *out, size_t len)
-{
-	const char *units = "BKMGT";
-	double v = (double)n;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(out, len, "%lluB", n);
-	else
-		snprintf(out, len, "%.1f%c", v, units[u]);
-}
-
 int ts_subcmd_image(int argc, char **argv)
 {
 	static const struct option longopts[] = { { "json", no_argument, NULL, 'j' },
@@ -165,9 +149,9 @@ int ts_subcmd_image(int argc, char **argv)
 			json_array_foreach(list, i, e) {
 				char size[32];
 
-				human((unsigned long long)json_integer_value(
-					      json_object_get(e, "size")),
-				      size, sizeof(size));
+				ts_cli_size_text(
+					(uint64_t)json_integer_value(json_object_get(e, "size")),
+					size, sizeof(size));
 				printf("%-24s %-19.19s %6lld %9s\n",
 				       json_string_value(json_object_get(e, "name")),
 				       json_string_value(json_object_get(e, "digest")),
@@ -224,7 +208,7 @@ int ts_subcmd_image(int argc, char **argv)
 			fail(sub, &err);
 			return 1;
 		}
-		human(freed, size, sizeof(size));
+		ts_cli_size_text(freed, size, sizeof(size));
 		printf("removed %zu layers and blobs, %s\n", removed, size);
 		return 0;
 	}

@@ -30,22 +30,6 @@ struct bar {
 	struct ts_oci_progress last;
 };
 
-static void size_text(uint64_t n, char *out, size_t len)
-{
-	const char *units = "BKMGT";
-	double v = (double)n;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(out, len, "%lluB", (unsigned long long)n);
-	else
-		snprintf(out, len, "%.1f%c", v, units[u]);
-}
-
 static void on_warn(void *userdata, const char *msg)
 {
 	struct bar *b = userdata;
@@ -75,9 +59,10 @@ static void on_progress(void *userdata, const struct ts_oci_progress *p)
 		return;
 	b->last_ms = now;
 	secs = (double)(now - b->start_ms) / 1e3;
-	size_text(p->bytes_done, done, sizeof(done));
-	size_text(p->bytes_total, total, sizeof(total));
-	size_text(secs > 0.05 ? (uint64_t)((double)p->bytes_done / secs) : 0, rate, sizeof(rate));
+	ts_cli_size_text(p->bytes_done, done, sizeof(done));
+	ts_cli_size_text(p->bytes_total, total, sizeof(total));
+	ts_cli_size_text(secs > 0.05 ? (uint64_t)((double)p->bytes_done / secs) : 0, rate,
+			 sizeof(rate));
 	fprintf(stderr, "\r\033[K%s: layers %zu/%zu (%zu cached)  %s/%s  %s/s%s", b->ref,
 		p->layers_done, p->layers, p->layers_cached, done, total, rate,
 		p->phase == TS_OCI_PHASE_UNPACK ? "  unpacking" : "");
@@ -108,7 +93,7 @@ static int pull(const char *root, const char *ref, const char *name,
 	if (b.draw) {
 		char done[16];
 
-		size_text(b.last.bytes_done, done, sizeof(done));
+		ts_cli_size_text(b.last.bytes_done, done, sizeof(done));
 		fprintf(stderr, "%s: %zu layers (%zu already here), %s downloaded in %.1f s\n", ref,
 			b.last.layers, b.last.layers_cached, done,
 			(double)(ts_now_ms() - b.start_ms) / 1e3);

@@ -1199,6 +1199,30 @@ out:
 	return r;
 }
 
+/* The start of an import or a pull as name: the store open and locked (waiting told when
+ * another writer holds it), tmp/ swept, no layers yet. Undone by the caller's `out`. */
+static int import_begin(struct import *im, const char *root, const char *name,
+			void (*waiting)(void *userdata), struct ts_error *err)
+{
+	uint64_t freed = 0;
+	size_t removed = 0;
+	int r;
+
+	im->s->fd = im->s->lock = -EBADF;
+	if (!ts_oci_name_valid(name))
+		return ts_err(err, -EINVAL,
+			      "image name `%s`: use letters, digits and `._:/@+-`, at most 255, "
+			      "starting with a letter or digit",
+			      name);
+	r = store_open_waiting(root, true, im->s, waiting, im, err);
+	if (r < 0)
+		return r;
+	/* under the lock no other import runs: what is in tmp/ was left by a killed one */
+	sweep(im->s->fd, "tmp", NULL, &freed, &removed);
+	im->layers = json_array();
+	return im->layers ? 0 : ts_err(err, -ENOMEM, "out of memory");
+}
+
 int ts_oci_import(const char *root, const char *src, const char *name, uint64_t max_bytes,
 		  void (*warn)(void *userdata, const char *msg), void *userdata, char *digest,
 		  size_t len, struct ts_error *err)
@@ -1207,26 +1231,9 @@ int ts_oci_import(const char *root, const char *src, const char *name, uint64_t 
 	struct import im = { .s = &s, .warn = warn, .userdata = userdata, .max_bytes = max_bytes };
 	int r;
 
-	if (!ts_oci_name_valid(name))
-		return ts_err(err, -EINVAL,
-			      "image name `%s`: use letters, digits and `._:/@+-`, at most 255, "
-			      "starting with a letter or digit",
-			      name);
-	r = store_open(root, true, &s, err);
+	r = import_begin(&im, root, name, NULL, err);
 	if (r < 0)
 		goto out;
-	/* under the lock no other import runs: what is in tmp/ was left by a killed one */
-	{
-		uint64_t freed = 0;
-		size_t removed = 0;
-
-		sweep(s.fd, "tmp", NULL, &freed, &removed);
-	}
-	im.layers = json_array();
-	if (!im.layers) {
-		r = ts_err(err, -ENOMEM, "out of memory");
-		goto out;
-	}
 	if (ts_startswith(src, "oci:")) {
 		_cleanup_free_ char *dir = strdup(src + 4);
 		char *colon = dir ? strrchr(dir, ':') : NULL;
@@ -1310,24 +1317,10 @@ int ts_oci_pull(const char *root, const char *refstr, const char *name,
 		return r;
 	if (!name)
 		name = refstr;
-	if (!ts_oci_name_valid(name))
-		return ts_err(err, -EINVAL, "image name `%s`: use letters, digits and `._:/@+-`",
-			      name);
 	ts_oci_ref_format(&ref, shown, sizeof(shown));
-	r = store_open_waiting(root, true, &s, pull_waiting, &im, err);
+	r = import_begin(&im, root, name, pull_waiting, err);
 	if (r < 0)
 		goto out;
-	{
-		uint64_t freed = 0;
-		size_t removed = 0;
-
-		sweep(s.fd, "tmp", NULL, &freed, &removed);
-	}
-	im.layers = json_array();
-	if (!im.layers) {
-		r = ts_err(err, -ENOMEM, "out of memory");
-		goto out;
-	}
 	r = ts_reg_open(&ref, &ro, &reg, err);
 	if (r < 0)
 		goto out;
