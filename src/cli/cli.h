@@ -46,6 +46,9 @@ int ts_cli_image_ensure(const char *root, const char *image, const char *cmd);
 /* n bytes for people: 512B, 1.5K, 3.2M, ... */
 void ts_cli_size_text(uint64_t n, char *out, size_t len);
 
+/* --max-size of image import and pull: a size above 0, else -1 with the reason printed. */
+int ts_cli_layer_max(const char *cmd, const char *arg, unsigned long long *ret);
+
 /* toren-sandbox image pull (image-pull.c). */
 int ts_cli_image_pull(int argc, char **argv);
 

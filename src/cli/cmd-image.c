@@ -93,13 +93,8 @@ int ts_subcmd_image(int argc, char **argv)
 			as_json = true;
 			break;
 		case 'm':
-			if (ts_parse_size(optarg, &max_size) < 0 || max_size == 0) {
-				fprintf(stderr,
-					"toren-sandbox image: --max-size `%s`: a size such as "
-					"512M or 2G\n",
-					optarg);
+			if (ts_cli_layer_max("image", optarg, &max_size) < 0)
 				return 2;
-			}
 			break;
 		case 'h':
 			usage(stdout);

@@ -118,6 +118,16 @@ int ts_cli_image_ensure(const char *root, const char *image, const char *cmd)
 	return pull(root, image, NULL, &o, false, NULL, cmd) < 0 ? -1 : 0;
 }
 
+int ts_cli_layer_max(const char *cmd, const char *arg, unsigned long long *ret)
+{
+	if (ts_parse_size(arg, ret) < 0 || *ret == 0) {
+		fprintf(stderr, "toren-sandbox %s: --max-size `%s`: a size such as 512M or 2G\n",
+			cmd, arg);
+		return -1;
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: toren-sandbox image pull [OPTIONS] REFERENCE [NAME]\n"
@@ -163,13 +173,8 @@ int ts_cli_image_pull(int argc, char **argv)
 			o.auth_file = optarg;
 			break;
 		case 'm':
-			if (ts_parse_size(optarg, &max_size) < 0 || max_size == 0) {
-				fprintf(stderr,
-					"toren-sandbox image pull: --max-size `%s`: a size such "
-					"as 512M or 2G\n",
-					optarg);
+			if (ts_cli_layer_max("image pull", optarg, &max_size) < 0)
 				return 2;
-			}
 			o.max_bytes = max_size;
 			break;
 		case 'q':
