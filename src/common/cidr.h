@@ -27,7 +27,7 @@ struct ts_cidr {
 int ts_cidr_parse(const char *s, struct ts_cidr *ret);
 
 /* Whether s looks like a host name or a name pattern rather than an address: letters other
- * than IPv6's hex digits, or a `*`. For the message that names are not supported yet. */
+ * than IPv6's hex digits, or a `*`. For the message about a malformed name. */
 bool ts_cidr_looks_like_name(const char *s);
 
 /* Print c as ADDR/LEN into buf (TS_CIDR_STRLEN bytes). Returns buf. */
@@ -35,6 +35,28 @@ char *ts_cidr_format(const struct ts_cidr *c, char *buf, size_t len);
 
 /* Whether a falls inside prefix p (same family). */
 bool ts_cidr_contains(const struct ts_cidr *p, const unsigned char *a, int family);
+
+/*
+ * Never reachable through egress, whatever the policy allows: private, loopback,
+ * link-local, CGNAT, multicast and reserved IPv4 space (RFC 6890). The documentation
+ * ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24) exist on no real network and stay
+ * reachable: tests use them as public hosts. The firewall (the helper's net.c) and the
+ * name proxy (src/proxy) both decide by this one table.
+ */
+#define TS_CIDR_N_BLOCKED_V4 12
+extern const char *const ts_cidr_blocked_v4[TS_CIDR_N_BLOCKED_V4];
+/* Blocked above any allow rule of the same length: cloud metadata services. */
+#define TS_CIDR_N_ALWAYS_V4 1
+extern const char *const ts_cidr_always_v4[TS_CIDR_N_ALWAYS_V4];
+/* The same for IPv6 (RFC 6890 and its successors; 2001:db8::/32 and 3fff::/20, the
+ * documentation ranges, stay reachable): unspecified, loopback, v4-mapped, NAT64 and
+ * 6to4 (they embed an IPv4 address of any range), discard, IETF protocol assignments
+ * (Teredo, ORCHID), unique-local, link-local, site-local, multicast. */
+#define TS_CIDR_N_BLOCKED_V6 12
+extern const char *const ts_cidr_blocked_v6[TS_CIDR_N_BLOCKED_V6];
+
+/* Whether the address (4 or 16 bytes of family) lies in a range of the tables above. */
+bool ts_cidr_blocked(int family, const unsigned char *addr);
 
 /*
  * The sandbox's side of an egress link (both pasta and slirp4netns are given this
@@ -49,3 +71,7 @@ bool ts_cidr_contains(const struct ts_cidr *p, const unsigned char *a, int famil
 #define TS_NET_DNS "169.254.1.3"
 #define TS_NET_CIDR "169.254.1.0/24"
 #define TS_NET_MTU 65520
+
+/* Name-based egress: the proxy's address inside the sandbox (its own `lo`). */
+#define TS_NET_PROXY_PORT 3128
+#define TS_NET_PROXY_URL "http://127.0.0.1:3128"

@@ -65,11 +65,11 @@ chmod 644 "$pol"
 run_cases "rules" --policy "$pol" -- reach 10.99.0.10 8080 private -- refused 203.0.113.10 8080 -- \
 	reach 198.51.100.10 8080 public -- refused 169.254.169.254 8080 -- refused 10.99.0.1 8082 -- \
 	refused 172.16.5.10 8080
-printf 'network:\n  allow: [api.github.com]\n' >"$pol"
+printf 'network:\n  allow: [api.github.com, 10.99.0.0/24]\n' >"$pol"
 out=$("$cli" run --policy "$pol" -- true 2>&1)
 rc=$?
-[ $rc != 0 ] && [[ $out == *"name-based allow-lists are not supported yet"* ]]
-tap_result $? "a host name in network.allow is refused: not supported yet ($rc: ${out:0:120})"
+[ $rc != 0 ] && [[ $out == *"both host names"* ]]
+tap_result $? "host names and addresses in network.allow together are refused ($rc: ${out:0:120})"
 rm -f "$pol"
 
 # the default is unchanged: only lo
