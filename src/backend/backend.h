@@ -127,6 +127,10 @@ struct ts_sb_create_opts {
 	/* local: egress through pasta or slirp4netns, never to private ranges (as policy
 	 * `network: true`); recorded, so every start of the sandbox has it */
 	bool network;
+	/* local: `network.allow` entries beyond the policy's (address prefixes, or host names
+	 * and `*.suffix` patterns for the name proxy; NULL-terminated, NULL: none); they mean
+	 * network, and are recorded as it is */
+	char *const *net_allow;
 };
 
 enum ts_sb_state {

@@ -201,6 +201,7 @@ static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o,
 	co.sudo = o->sudo;
 	co.protected_patterns = (char **)o->protected_patterns;
 	co.network = o->network;
+	co.net_allow = (char **)o->net_allow;
 	/* "base" and no template: the default image; else an image directory, named by its
 	 * absolute path, or an image of the local store (`image import`). Any other name is a
 	 * template this backend does not have (E2B: 404) */

@@ -38,6 +38,9 @@ static void usage(FILE *f)
 	      "      --pids N           process limit (cgroup and RLIMIT_NPROC)\n"
 	      "      --cpus N           CPU limit (cgroup only)\n"
 	      "      --network          egress to the internet, never to private ranges\n"
+	      "      --net-allow ENTRY  allow an address prefix (with --network's rules) or a\n"
+	      "                         host name or *.suffix (only those, through a proxy);\n"
+	      "                         repeatable, implies --network\n"
 	      "  -v, --verbose          say what is being done\n"
 	      "  -h, --help             show this help\n",
 	      f);
@@ -58,26 +61,29 @@ int ts_subcmd_create(int argc, char **argv)
 		O_MEMORY,
 		O_PIDS,
 		O_CPUS,
-		O_NETWORK
+		O_NETWORK,
+		O_NET_ALLOW
 	};
-	static const struct option longopts[] = { { "name", required_argument, NULL, O_NAME },
-						  { "workspace", required_argument, NULL,
-						    O_WORKSPACE },
-						  { "image", required_argument, NULL, O_IMAGE },
-						  { "policy", required_argument, NULL, O_POLICY },
-						  { "env", required_argument, NULL, 'e' },
-						  { "ttl", required_argument, NULL, O_TTL },
-						  { "ttl-absolute", no_argument, NULL, O_TTL_ABS },
-						  { "label", required_argument, NULL, O_LABEL },
-						  { "owner", required_argument, NULL, O_OWNER },
-						  { "user", required_argument, NULL, O_USER },
-						  { "memory", required_argument, NULL, O_MEMORY },
-						  { "pids", required_argument, NULL, O_PIDS },
-						  { "cpus", required_argument, NULL, O_CPUS },
-						  { "network", no_argument, NULL, O_NETWORK },
-						  { "verbose", no_argument, NULL, 'v' },
-						  { "help", no_argument, NULL, 'h' },
-						  {} };
+	static const struct option longopts[] = {
+		{ "name", required_argument, NULL, O_NAME },
+		{ "workspace", required_argument, NULL, O_WORKSPACE },
+		{ "image", required_argument, NULL, O_IMAGE },
+		{ "policy", required_argument, NULL, O_POLICY },
+		{ "env", required_argument, NULL, 'e' },
+		{ "ttl", required_argument, NULL, O_TTL },
+		{ "ttl-absolute", no_argument, NULL, O_TTL_ABS },
+		{ "label", required_argument, NULL, O_LABEL },
+		{ "owner", required_argument, NULL, O_OWNER },
+		{ "user", required_argument, NULL, O_USER },
+		{ "memory", required_argument, NULL, O_MEMORY },
+		{ "pids", required_argument, NULL, O_PIDS },
+		{ "cpus", required_argument, NULL, O_CPUS },
+		{ "network", no_argument, NULL, O_NETWORK },
+		{ "net-allow", required_argument, NULL, O_NET_ALLOW },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
 	struct ts_sb_create_opts o = { .timeout_ms = -1 };
 	_cleanup_(ts_backend_freep) struct ts_backend *b = NULL;
 	_cleanup_(ts_sb_closep) struct ts_sb *sb = NULL;
@@ -86,7 +92,10 @@ int ts_subcmd_create(int argc, char **argv)
 	/* the keys of env and labels, split from their values */
 	static char keys[2][MAX_LIST][256];
 	struct ts_kv env[MAX_LIST], labels[MAX_LIST];
-	size_t n_env = 0, n_labels = 0;
+	size_t n_env = 0, n_labels = 0, n_net_allow = 0;
+	/* --net-allow: checked here (the policy's rules), recorded as given */
+	static struct ts_policy net_check;
+	static char *net_allow[MAX_LIST];
 	unsigned long long v;
 	bool verbose = false;
 	int c, r;
@@ -204,6 +213,19 @@ int ts_subcmd_create(int argc, char **argv)
 		case O_NETWORK:
 			o.network = true;
 			break;
+		case O_NET_ALLOW: {
+			char why[200];
+
+			if (n_net_allow + 1 >= MAX_LIST ||
+			    ts_policy_add_net_allow(&net_check, optarg, why, sizeof(why)) < 0) {
+				fprintf(stderr, "toren-sandbox create: bad --net-allow `%s`: %s\n",
+					optarg, n_net_allow + 1 >= MAX_LIST ? "too many" : why);
+				return 2;
+			}
+			net_allow[n_net_allow++] = optarg;
+			o.network = true;
+			break;
+		}
 		case 'v':
 			verbose = true;
 			break;
@@ -219,6 +241,12 @@ int ts_subcmd_create(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (ts_policy_check_network(&net_check, &err) < 0) {
+		fprintf(stderr, "toren-sandbox create: %s\n", err.msg);
+		return 2;
+	}
+	net_allow[n_net_allow] = NULL;
+	o.net_allow = n_net_allow ? net_allow : NULL;
 	o.envs = env;
 	o.n_envs = n_env;
 	o.metadata = labels;

@@ -36,6 +36,9 @@ static void usage(FILE *f)
 	      "      --user NAME        `user` (default) or `root` (needs subordinate ids)\n"
 	      "      --dry-run          print the helper command line and exit\n"
 	      "      --network          egress to the internet, never to private ranges\n"
+	      "      --net-allow ENTRY  allow an address prefix (with --network's rules) or a\n"
+	      "                         host name or *.suffix (only those, through a proxy);\n"
+	      "                         repeatable, implies --network\n"
 	      "  -v, --verbose          say what is being done\n"
 	      "  -h, --help             show this help\n",
 	      f);
@@ -130,25 +133,28 @@ int ts_subcmd_run(int argc, char **argv)
 		O_POLICY,
 		O_USER,
 		O_DRY_RUN,
-		O_NETWORK
+		O_NETWORK,
+		O_NET_ALLOW
 	};
-	static const struct option longopts[] = { { "tty", no_argument, NULL, 't' },
-						  { "timeout", required_argument, NULL, O_TIMEOUT },
-						  { "workspace", required_argument, NULL,
-						    O_WORKSPACE },
-						  { "keep", no_argument, NULL, O_KEEP },
-						  { "image", required_argument, NULL, O_IMAGE },
-						  { "env", required_argument, NULL, 'e' },
-						  { "memory", required_argument, NULL, O_MEMORY },
-						  { "pids", required_argument, NULL, O_PIDS },
-						  { "cpus", required_argument, NULL, O_CPUS },
-						  { "policy", required_argument, NULL, O_POLICY },
-						  { "user", required_argument, NULL, O_USER },
-						  { "dry-run", no_argument, NULL, O_DRY_RUN },
-						  { "network", no_argument, NULL, O_NETWORK },
-						  { "verbose", no_argument, NULL, 'v' },
-						  { "help", no_argument, NULL, 'h' },
-						  {} };
+	static const struct option longopts[] = {
+		{ "tty", no_argument, NULL, 't' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "workspace", required_argument, NULL, O_WORKSPACE },
+		{ "keep", no_argument, NULL, O_KEEP },
+		{ "image", required_argument, NULL, O_IMAGE },
+		{ "env", required_argument, NULL, 'e' },
+		{ "memory", required_argument, NULL, O_MEMORY },
+		{ "pids", required_argument, NULL, O_PIDS },
+		{ "cpus", required_argument, NULL, O_CPUS },
+		{ "policy", required_argument, NULL, O_POLICY },
+		{ "user", required_argument, NULL, O_USER },
+		{ "dry-run", no_argument, NULL, O_DRY_RUN },
+		{ "network", no_argument, NULL, O_NETWORK },
+		{ "net-allow", required_argument, NULL, O_NET_ALLOW },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
 	struct run_ui ui = { 0 };
 	const struct ts_run_hooks hooks = { .userdata = &ui,
 					    .warn = on_warn,
@@ -222,6 +228,14 @@ int ts_subcmd_run(int argc, char **argv)
 		case O_NETWORK:
 			cli.network = true;
 			break;
+		case O_NET_ALLOW: {
+			char why[200];
+
+			/* checked now, applied after the policy files (a second pass below) */
+			if (ts_policy_add_net_allow(&cli, optarg, why, sizeof(why)) < 0)
+				return bad("bad --net-allow `%s`: %s", optarg, why);
+			break;
+		}
 		case 'v':
 			ui.verbose = true;
 			break;
@@ -258,6 +272,18 @@ int ts_subcmd_run(int argc, char **argv)
 		pol.cpus = cli.cpus;
 	if (cli.network)
 		pol.network = true;
+	if (pol.n_net_allow + cli.n_net_allow > TS_POLICY_MAX_NET_RULES ||
+	    pol.n_net_names + cli.n_net_names > TS_POLICY_MAX_NET_RULES) {
+		r = ts_err(&err, -E2BIG, "too many `network.allow` entries (at most %d of each)",
+			   TS_POLICY_MAX_NET_RULES);
+		goto fail;
+	}
+	memcpy(pol.net_allow + pol.n_net_allow, cli.net_allow,
+	       cli.n_net_allow * sizeof(cli.net_allow[0]));
+	pol.n_net_allow += cli.n_net_allow;
+	memcpy(pol.net_names + pol.n_net_names, cli.net_names,
+	       cli.n_net_names * sizeof(cli.net_names[0]));
+	pol.n_net_names += cli.n_net_names;
 	for (size_t i = 0; i < cli.n_env; i++)
 		if ((r = ts_policy_add_env(&pol, cli.env[i], &err)) < 0)
 			goto fail;

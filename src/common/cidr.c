@@ -115,3 +115,34 @@ bool ts_cidr_host_has_ipv6_route(void)
 	fclose(f);
 	return found;
 }
+
+const char *const ts_cidr_blocked_v4[TS_CIDR_N_BLOCKED_V4] = {
+	"0.0.0.0/8",	  "10.0.0.0/8",	   "100.64.0.0/10", "127.0.0.0/8",
+	"169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",  "192.88.99.0/24",
+	"192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4",   "240.0.0.0/4",
+};
+
+const char *const ts_cidr_always_v4[TS_CIDR_N_ALWAYS_V4] = { "169.254.169.254/32" };
+
+const char *const ts_cidr_blocked_v6[TS_CIDR_N_BLOCKED_V6] = {
+	"::/3", "4000::/2", "8000::/1", "2001::/23", "2002::/16",
+};
+
+bool ts_cidr_blocked(int family, const unsigned char *addr)
+{
+	const char *const *t = family == AF_INET ? ts_cidr_blocked_v4 : ts_cidr_blocked_v6;
+	size_t n = family == AF_INET ? TS_CIDR_N_BLOCKED_V4 : TS_CIDR_N_BLOCKED_V6;
+	struct ts_cidr c;
+
+	if (family != AF_INET && family != AF_INET6)
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (ts_cidr_parse(t[i], &c) == 0 && ts_cidr_contains(&c, addr, family))
+			return true;
+	if (family == AF_INET)
+		for (size_t i = 0; i < TS_CIDR_N_ALWAYS_V4; i++)
+			if (ts_cidr_parse(ts_cidr_always_v4[i], &c) == 0 &&
+			    ts_cidr_contains(&c, addr, family))
+				return true;
+	return false;
+}

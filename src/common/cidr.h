@@ -27,7 +27,7 @@ struct ts_cidr {
 int ts_cidr_parse(const char *s, struct ts_cidr *ret);
 
 /* Whether s looks like a host name or a name pattern rather than an address: letters other
- * than IPv6's hex digits, or a `*`. For the message that names are not supported yet. */
+ * than IPv6's hex digits, or a `*`. For the message about a malformed name. */
 bool ts_cidr_looks_like_name(const char *s);
 
 /* Print c as ADDR/LEN into buf (TS_CIDR_STRLEN bytes). Returns buf. */
@@ -35,6 +35,31 @@ char *ts_cidr_format(const struct ts_cidr *c, char *buf, size_t len);
 
 /* Whether a falls inside prefix p (same family). */
 bool ts_cidr_contains(const struct ts_cidr *p, const unsigned char *a, int family);
+
+/*
+ * Never reachable through egress, whatever the policy allows: private, loopback,
+ * link-local, CGNAT, multicast and reserved IPv4 space (RFC 6890). The documentation
+ * ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24) exist on no real network and stay
+ * reachable: tests use them as public hosts. The firewall (the helper's net.c) and the
+ * name proxy (src/proxy) both decide by this one table.
+ */
+#define TS_CIDR_N_BLOCKED_V4 12
+extern const char *const ts_cidr_blocked_v4[TS_CIDR_N_BLOCKED_V4];
+/* Blocked above any allow rule of the same length: cloud metadata services. */
+#define TS_CIDR_N_ALWAYS_V4 1
+extern const char *const ts_cidr_always_v4[TS_CIDR_N_ALWAYS_V4];
+/* The same for IPv6: everything outside global unicast 2000::/3 (::/3 holds ::1, the
+ * unspecified address, v4-mapped, NAT64 and the discard prefix; 8000::/1 holds
+ * unique-local, link-local, site-local and multicast), and inside it the IETF protocol
+ * block 2001::/23 (Teredo, ORCHID) and 6to4 2002::/16 (it leads to the IPv4 address it
+ * embeds). 2001:db8::/32 and 3fff::/20, the documentation ranges, stay reachable. The
+ * firewall routes NAT64's 64:ff9b::/96 as the IPv4 address inside (net.c); the proxy
+ * refuses it. */
+#define TS_CIDR_N_BLOCKED_V6 5
+extern const char *const ts_cidr_blocked_v6[TS_CIDR_N_BLOCKED_V6];
+
+/* Whether the address (4 or 16 bytes of family) lies in a range of the tables above. */
+bool ts_cidr_blocked(int family, const unsigned char *addr);
 
 /*
  * The sandbox's side of an egress link (both pasta and slirp4netns are given this
@@ -65,3 +90,7 @@ bool ts_cidr_contains(const struct ts_cidr *p, const unsigned char *a, int famil
  * `doctor` (saying so).
  */
 bool ts_cidr_host_has_ipv6_route(void);
+
+/* Name-based egress: the proxy's address inside the sandbox (its own `lo`). */
+#define TS_NET_PROXY_PORT 3128
+#define TS_NET_PROXY_URL "http://127.0.0.1:3128"

@@ -158,6 +158,7 @@ static void usage(void)
 	      "  --cgroup-pids N --cgroup-cpu-quota USEC --die-with-parent --detach\n"
 	      "  --argv0 NAME --init-setid --owner ID --bind-owner UID:GID\n"
 	      "  --net-pasta PATH --net-slirp4netns PATH --net-allow CIDR --net-deny CIDR\n"
+	      "  --net-proxy PATH --net-allow-host PATTERN --net-proxy-state DIR\n"
 	      "  --help --version\n",
 	      stdout);
 }
@@ -176,6 +177,7 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 	ctx->uid = 1000;
 	ctx->gid = 1000;
 	ctx->seccomp_fd = ctx->sync_fd = ctx->control_fd = ctx->logs_fd = -EBADF;
+	ctx->net.proxy_fd = -EBADF;
 
 #define NEED(n)                                                                                    \
 	do {                                                                                       \
@@ -433,12 +435,16 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			ctx->envp = envp;
 			envp[ctx->n_env] = entry;
 			envp[++ctx->n_env] = NULL;
-		} else if (!strcmp(a, "--net-pasta") || !strcmp(a, "--net-slirp4netns")) {
+		} else if (!strcmp(a, "--net-pasta") || !strcmp(a, "--net-slirp4netns") ||
+			   !strcmp(a, "--net-proxy")) {
 			NEED(1);
 			if (ctx->net.mode != TS_NET_NONE)
-				return ts_err(err, -EINVAL,
-					      "only one of --net-pasta, --net-slirp4netns");
-			ctx->net.mode = a[6] == 'p' ? TS_NET_PASTA : TS_NET_SLIRP;
+				return ts_err(
+					err, -EINVAL,
+					"only one of --net-pasta, --net-slirp4netns, --net-proxy");
+			ctx->net.mode = !strcmp(a, "--net-proxy") ? TS_NET_PROXY
+					: a[6] == 'p'		  ? TS_NET_PASTA
+								  : TS_NET_SLIRP;
 			ctx->net.program = argv[++i];
 			if (ctx->net.program[0] != '/')
 				return ts_err(err, -EINVAL, "%s: `%s` is not an absolute path", a,
@@ -456,6 +462,23 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 				return ts_err(err, -EINVAL, "%s: `%s` is not an address prefix", a,
 					      argv[i]);
 			(*n)++;
+		} else if (!strcmp(a, "--net-allow-host")) {
+			char why[160];
+
+			NEED(1);
+			if (ctx->net.n_allow_host >= TS_HELPER_MAX_NET_RULES)
+				return ts_err(err, -E2BIG, "too many %s (at most %d)", a,
+					      TS_HELPER_MAX_NET_RULES);
+			if (ts_hostpat_parse(argv[++i], &ctx->net.allow_host[ctx->net.n_allow_host],
+					     why, sizeof(why)) < 0)
+				return ts_err(err, -EINVAL, "%s: `%s`: %s", a, argv[i], why);
+			ctx->net.n_allow_host++;
+		} else if (!strcmp(a, "--net-proxy-state")) {
+			NEED(1);
+			ctx->net.proxy_state = argv[++i];
+			if (ctx->net.proxy_state[0] != '/')
+				return ts_err(err, -EINVAL, "%s: `%s` is not an absolute path", a,
+					      ctx->net.proxy_state);
 		} else if (!strcmp(a, "--argv0")) {
 			NEED(1);
 			ctx->argv0 = argv[++i];
@@ -487,7 +510,17 @@ int ts_helper_parse_args(struct ts_helper_ctx *ctx, int argc, char **argv, struc
 			return r;
 	if ((ctx->net.n_allow || ctx->net.n_deny) && ctx->net.mode == TS_NET_NONE)
 		return ts_err(err, -EINVAL,
-			      "--net-allow and --net-deny need --net-pasta or --net-slirp4netns");
+			      "--net-allow and --net-deny need --net-pasta, --net-slirp4netns or "
+			      "--net-proxy");
+	/* names go through the proxy, addresses through the routes: one or the other
+	 * (toren-sandbox-policy(5), NETWORK) */
+	if (ctx->net.mode == TS_NET_PROXY && (ctx->net.n_allow || !ctx->net.n_allow_host))
+		return ts_err(err, -EINVAL,
+			      "--net-proxy takes --net-allow-host (names), not --net-allow "
+			      "(addresses), and at least one");
+	if ((ctx->net.n_allow_host || ctx->net.proxy_state) && ctx->net.mode != TS_NET_PROXY)
+		return ts_err(err, -EINVAL,
+			      "--net-allow-host and --net-proxy-state need --net-proxy");
 	if (ctx->logs_fd >= 0 && ctx->control_fd < 0)
 		return ts_err(err, -EINVAL, "--logs-fd needs --control-fd");
 	if (ctx->n_uid_map == 0 || ctx->n_gid_map == 0)

@@ -12,6 +12,7 @@
 
 #include "cidr.h"
 #include "error.h"
+#include "hostpat.h"
 
 /* Exit codes of the helper itself (the sandboxed program's status is passed through). */
 #define TS_HELPER_EXIT_SETUP 125 /* the sandbox could not be built */
@@ -33,6 +34,7 @@ enum ts_net_mode {
 	TS_NET_NONE,  /* only `lo`: nothing leaves */
 	TS_NET_PASTA, /* pasta (passt) */
 	TS_NET_SLIRP, /* slirp4netns */
+	TS_NET_PROXY, /* --net-proxy: only `lo`, and the name proxy listening on it */
 };
 
 struct ts_net_plan {
@@ -49,6 +51,13 @@ struct ts_net_plan {
 	 * as a whole. Decided by the parent before the clone (netproc.h). */
 	bool ipv6;
 	pid_t keeper; /* the process that owns the egress program (netproc.h), or 0 */
+	/* TS_NET_PROXY: the names the proxy lets through (--net-allow-host), the directory
+	 * it writes its counters to (--net-proxy-state, or NULL), and the socket the child
+	 * made for it inside the sandbox's network namespace */
+	struct ts_hostpat allow_host[TS_HELPER_MAX_NET_RULES];
+	size_t n_allow_host;
+	const char *proxy_state;
+	int proxy_fd;
 };
 
 enum ts_mount_kind {

@@ -16,10 +16,15 @@
  *    pasta/slirp4netns, which joins the
  *    child's user+net ns and makes its tap
  *  send "go"                      --->   open every host source as an fd
+ *  (names: after "go", the child sends
+ *  the proxy's socket; fork the keeper,
+ *  which starts the proxy with it; "go")
  *                                        become the setup ids; non-dumpable
  *                                        new cgroup ns; open the user namespace budgets
  *                                        build the mount tree; pivot_root; set the budgets
- *                                        hostname; `lo` up; egress: the interface,
+ *                                        hostname; `lo` up; names: listen on
+ *                                          127.0.0.1:3128, send it, wait for "go";
+ *                                          egress: the interface,
  *                                          routes, netfilter rules (net.h); setsid
  *                                        close every fd but 0-2 (+ control fd 3)
  *                                        drop bounding/ambient caps; final ids; clear caps
@@ -184,6 +189,21 @@ static int child_main(struct ts_helper_ctx *ctx, struct ts_mount_state *st, int 
 	r = ts_net_loopback_up(err);
 	if (r < 0)
 		return r;
+	/* names: the proxy outside gets a socket of this namespace, the one way out; init
+	 * does not start before the proxy runs */
+	if (ctx->net.mode == TS_NET_PROXY) {
+		int lfd = ts_net_proxy_listen(err);
+
+		if (lfd < 0)
+			return lfd;
+		r = ts_sync_send_fd(sync_sock, lfd);
+		close(lfd);
+		if (r < 0)
+			return ts_err_errno(err, r, "hand the proxy its socket");
+		r = ts_sync_wait_go(sync_sock);
+		if (r < 0)
+			return ts_err(err, r, "the name proxy did not start");
+	}
 	/* still with CAP_NET_ADMIN of our user namespace, which nothing inside keeps */
 	r = ts_net_egress_setup(ctx, err);
 	if (r < 0)
@@ -355,7 +375,8 @@ int main(int argc, char **argv)
 	/* before the clone: the new namespace would otherwise wait for this too; the host's
 	 * addresses are this namespace's, the child's will be its own */
 	if ((r = ts_idmap_check(&ctx, &err)) < 0 ||
-	    (ctx.net.mode != TS_NET_NONE && (r = ts_netproc_host_addrs(&ctx, &err)) < 0)) {
+	    (ctx.net.mode != TS_NET_NONE && ctx.net.mode != TS_NET_PROXY &&
+	     (r = ts_netproc_host_addrs(&ctx, &err)) < 0)) {
 		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
 	}
@@ -424,9 +445,20 @@ int main(int argc, char **argv)
 	/* egress: the program joins the child's namespaces while it waits for "go" (the
 	 * maps are written, it is still dumpable); its tap device exists before the child
 	 * configures it */
-	if (r >= 0 && ctx.net.mode != TS_NET_NONE)
+	if (r >= 0 && ctx.net.mode != TS_NET_NONE && ctx.net.mode != TS_NET_PROXY)
 		r = ts_netproc_start(&ctx, child, pidfd, &err);
 	ts_sync_send_go(sp[0], r < 0 ? 'x' : 'g');
+	/* names: the child's socket for the proxy, then a second "go" once it runs */
+	if (r >= 0 && ctx.net.mode == TS_NET_PROXY) {
+		r = ts_sync_recv_fd(sp[0], &err);
+		if (r >= 0) {
+			ctx.net.proxy_fd = r;
+			r = ts_netproc_start(&ctx, child, pidfd, &err);
+			close(ctx.net.proxy_fd);
+			ctx.net.proxy_fd = -EBADF;
+			ts_sync_send_go(sp[0], r < 0 ? 'x' : 'g');
+		}
+	}
 	if (r >= 0)
 		r = ts_sync_wait_child(sp[0], &err);
 	close(sp[0]);

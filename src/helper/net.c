@@ -18,20 +18,8 @@
 #include "cleanup.h"
 #include "util.h"
 
-/*
- * Never reachable through egress, whatever the policy allows: private, loopback,
- * link-local, CGNAT, multicast and reserved space (RFC 6890). The documentation ranges
- * (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24) exist on no real network and stay
- * routable: tests use them as public hosts.
- */
-static const char *const blocked_v4[] = {
-	"0.0.0.0/8",	  "10.0.0.0/8",	   "100.64.0.0/10", "127.0.0.0/8",
-	"169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",  "192.88.99.0/24",
-	"192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4",   "240.0.0.0/4",
-};
-
-/* Always blocked, above any allow rule of the same length: cloud metadata services. */
-static const char *const always_v4[] = { "169.254.169.254/32" };
+/* The built-in blocks (ts_cidr_blocked_v4, ts_cidr_always_v4) are in cidr.c: the name
+ * proxy decides by the same table. */
 
 /*
  * With IPv6 egress (ctx->net.ipv6): everything outside global unicast 2000::/3 (::/3 holds
@@ -42,11 +30,9 @@ static const char *const always_v4[] = { "169.254.169.254/32" };
  * and 6to4 2002::/16 (deprecated by RFC 7526; its relays reach the IPv4 address it
  * embeds, private ones too). 2001:db8::/32 (documentation) stays routable: the tests'
  * public hosts. NAT64's well-known prefix 64:ff9b::/96 is routable, but decides as the
- * IPv4 address it embeds (mirror_nat64): a private one is blocked, a deny holds.
+ * IPv4 address it embeds (mirror_nat64): a private one is blocked, a deny holds. The
+ * table is cidr.c's ts_cidr_blocked_v6.
  */
-static const char *const blocked_v6[] = {
-	"::/3", "4000::/2", "8000::/1", "2001::/23", "2002::/16",
-};
 #define NAT64 "64:ff9b::/96"
 
 /* Route priorities (RTA_PRIORITY): for one prefix the lowest wins, so a deny beats an
@@ -96,6 +82,25 @@ out:
 	nlmsg_free(msg);
 	nl_socket_free(sk);
 	return r;
+}
+
+int ts_net_proxy_listen(struct ts_error *err)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(TS_NET_PROXY_PORT) };
+	int fd;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "proxy socket");
+	/* no SO_REUSEADDR/SO_REUSEPORT: nothing inside may bind the same port beside it */
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 128) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return ts_err_errno(err, r, "proxy socket on 127.0.0.1:%d", TS_NET_PROXY_PORT);
+	}
+	return fd;
 }
 
 static int cidr_const(const char *s, struct ts_cidr *c)
@@ -150,8 +155,8 @@ int ts_net_rules(const struct ts_helper_ctx *ctx, struct ts_net_rule *rules, siz
 		ADD(c, true, true, true);
 		ADD(c, false, false, true);
 	}
-	for (size_t i = 0; i < ELEMENTSOF(always_v4); i++)
-		if (cidr_const(always_v4[i], &c) == 0)
+	for (size_t i = 0; i < TS_CIDR_N_ALWAYS_V4; i++)
+		if (cidr_const(ts_cidr_always_v4[i], &c) == 0)
 			ADD(c, false, false, true);
 	for (size_t i = 0; i < np->n_host; i++)
 		if (np->host[i].family == AF_INET || np->ipv6)
@@ -162,12 +167,12 @@ int ts_net_rules(const struct ts_helper_ctx *ctx, struct ts_net_rule *rules, siz
 	for (size_t i = 0; i < np->n_allow; i++)
 		if (np->allow[i].family == AF_INET || np->ipv6)
 			ADD(np->allow[i], true, false, false);
-	for (size_t i = 0; i < ELEMENTSOF(blocked_v4); i++)
-		if (cidr_const(blocked_v4[i], &c) == 0)
+	for (size_t i = 0; i < TS_CIDR_N_BLOCKED_V4; i++)
+		if (cidr_const(ts_cidr_blocked_v4[i], &c) == 0)
 			ADD(c, false, false, false);
 	if (np->ipv6) {
-		for (size_t i = 0; i < ELEMENTSOF(blocked_v6); i++)
-			if (cidr_const(blocked_v6[i], &c) == 0)
+		for (size_t i = 0; i < TS_CIDR_N_BLOCKED_V6; i++)
+			if (cidr_const(ts_cidr_blocked_v6[i], &c) == 0)
 				ADD(c, false, false, false);
 		if (cidr_const(NAT64, &c) == 0)
 			ADD(c, true, false, false);
@@ -317,7 +322,8 @@ int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err)
 	const char *what = "";
 	int ifindex, r;
 
-	if (ctx->net.mode == TS_NET_NONE)
+	/* the proxy's mode has `lo` only: its socket is made by ts_net_proxy_listen */
+	if (ctx->net.mode == TS_NET_NONE || ctx->net.mode == TS_NET_PROXY)
 		return 0;
 	if (inet_pton(AF_INET, TS_NET_ADDR, &addr) != 1 ||
 	    inet_pton(AF_INET, TS_NET_GATEWAY, &gw) != 1 ||

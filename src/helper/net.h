@@ -24,6 +24,14 @@ int ts_net_loopback_up(struct ts_error *err);
  */
 int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err);
 
+/*
+ * Name-based egress (ctx->net.mode TS_NET_PROXY): a TCP socket listening on
+ * 127.0.0.1:TS_NET_PROXY_PORT of the sandbox's network namespace (a socket stays in the
+ * namespace it was made in), for the proxy outside. Called in the child after `lo` is up;
+ * the fd (close-on-exec) or -errno.
+ */
+int ts_net_proxy_listen(struct ts_error *err);
+
 /* One entry of the firewall, most specific first (net.c builds it, nft.c mirrors it). */
 struct ts_net_rule {
 	struct ts_cidr cidr;

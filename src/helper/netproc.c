@@ -71,9 +71,12 @@ int ts_netproc_host_addrs(struct ts_helper_ctx *ctx, struct ts_error *err)
 }
 
 struct prog_argv {
-	char *v[48];
+	char *v[16 + 4 * TS_HELPER_MAX_NET_RULES];
 	size_t n;
 	char bufs[4][64];
+	/* the proxy's --allow and --deny values */
+	char rules[TS_HELPER_MAX_NET_RULES * (TS_HOSTPAT_STRLEN + TS_CIDR_STRLEN)];
+	size_t used;
 };
 
 static void push(struct prog_argv *a, const char *s)
@@ -83,11 +86,42 @@ static void push(struct prog_argv *a, const char *s)
 	a->v[a->n] = NULL;
 }
 
+/* A rule's text, kept in a->rules. */
+static void push_rule(struct prog_argv *a, const char *opt, const char *text)
+{
+	size_t len = strlen(text) + 1;
+
+	if (a->used + len > sizeof(a->rules))
+		return;
+	memcpy(a->rules + a->used, text, len);
+	push(a, opt);
+	push(a, a->rules + a->used);
+	a->used += len;
+}
+
 static void build_argv(const struct ts_helper_ctx *ctx, pid_t child, struct prog_argv *a)
 {
 	a->n = 0;
+	a->used = 0;
 	push(a, ctx->net.program);
-	if (ctx->net.mode == TS_NET_PASTA) {
+	if (ctx->net.mode == TS_NET_PROXY) {
+		char buf[TS_HOSTPAT_STRLEN];
+
+		push(a, "--listen-fd");
+		push(a, "4");
+		push(a, "--ready-fd");
+		push(a, "3");
+		for (size_t i = 0; i < ctx->net.n_allow_host; i++)
+			push_rule(a, "--allow",
+				  ts_hostpat_format(&ctx->net.allow_host[i], buf, sizeof(buf)));
+		for (size_t i = 0; i < ctx->net.n_deny; i++)
+			push_rule(a, "--deny", ts_cidr_format(&ctx->net.deny[i], buf, sizeof(buf)));
+		if (ctx->net.proxy_state) {
+			push(a, "--state-dir");
+			push(a, ctx->net.proxy_state);
+		}
+		(void)child;
+	} else if (ctx->net.mode == TS_NET_PASTA) {
 		static const char *const fixed[] = {
 			"--quiet", "--foreground", "--ns-ifname", TS_NET_IFNAME, "--address",
 			TS_NET_ADDR, "--netmask", "24", "--gateway", TS_NET_GATEWAY,
@@ -141,7 +175,9 @@ static void build_argv(const struct ts_helper_ctx *ctx, pid_t child, struct prog
 
 static const char *prog_name(const struct ts_helper_ctx *ctx)
 {
-	return ctx->net.mode == TS_NET_PASTA ? "pasta" : "slirp4netns";
+	return ctx->net.mode == TS_NET_PASTA   ? "pasta"
+	       : ctx->net.mode == TS_NET_PROXY ? "toren-sandbox-proxy"
+					       : "slirp4netns";
 }
 
 /* What the program said, one line: its last that is not about syslog. */
@@ -226,8 +262,10 @@ static _Noreturn void keeper(const struct ts_helper_ctx *ctx, pid_t child, int i
 		/* ignored signals survive execve; pasta takes an ignored SIGPIPE for a failure
 		 * to install its own handlers */
 		ts_signals_reset();
+		/* the proxy gets its listening socket where slirp4netns gets its exit fd */
 		if (dup2(ep[1], 2) < 0 || dup2(rp[1], PROG_READY_FD) < 0 ||
-		    dup2(xp[0], PROG_EXIT_FD) < 0)
+		    dup2(ctx->net.mode == TS_NET_PROXY ? ctx->net.proxy_fd : xp[0], PROG_EXIT_FD) <
+			    0)
 			_exit(127);
 		ts_close_range(PROG_EXIT_FD + 1, ~0U, 0);
 		execve(a.v[0], a.v, empty_env);
@@ -262,7 +300,7 @@ static _Noreturn void keeper(const struct ts_helper_ctx *ctx, pid_t child, int i
 			if (n > 0) {
 				got += (size_t)n;
 				ready[got] = '\0';
-				if (ctx->net.mode == TS_NET_SLIRP ? got >= 1
+				if (ctx->net.mode != TS_NET_PASTA ? got >= 1
 								  : !!strchr(ready, '\n'))
 					goto ready;
 				if (got >= sizeof(ready) - 1) {
@@ -341,17 +379,21 @@ int ts_netproc_start(struct ts_helper_ctx *ctx, pid_t child, int pidfd, struct t
 		return ts_err_errno(err, -errno, "fork the network keeper");
 	}
 	if (k == 0) {
-		int keep_rep, keep_pidfd;
+		int keep_rep, keep_pidfd, keep_proxy = -1;
 
 		close(sp[0]);
 		/* nothing of the helper's: not the caller's streams, not the sync sockets */
 		keep_rep = fcntl(sp[1], F_DUPFD_CLOEXEC, 100);
 		keep_pidfd = fcntl(pidfd, F_DUPFD_CLOEXEC, 101);
-		if (keep_rep < 0 || keep_pidfd < 0)
+		if (ctx->net.proxy_fd >= 0)
+			keep_proxy = fcntl(ctx->net.proxy_fd, F_DUPFD_CLOEXEC, 102);
+		if (keep_rep < 0 || keep_pidfd < 0 || (ctx->net.proxy_fd >= 0 && keep_proxy < 0))
 			_exit(1);
 		for (int fd = 0; fd < 100; fd++)
 			close(fd);
-		ts_close_range(102, ~0U, 0);
+		ts_close_range((unsigned)(keep_proxy > keep_pidfd ? keep_proxy : keep_pidfd) + 1,
+			       ~0U, 0);
+		ctx->net.proxy_fd = keep_proxy;
 		keeper(ctx, child, keep_pidfd, keep_rep);
 	}
 	close(sp[1]);

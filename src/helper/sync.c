@@ -59,6 +59,73 @@ int ts_sync_wait_go(int fd)
 	return 0;
 }
 
+int ts_sync_send_fd(int fd, int pass)
+{
+	char c = 'l';
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+
+	memset(&u, 0, sizeof(u));
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
+		return -errno;
+	return 0;
+}
+
+int ts_sync_recv_fd(int fd, struct ts_error *err)
+{
+	union {
+		char c;
+		struct ts_error e;
+	} m;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	int got = -1;
+	ssize_t n;
+
+	do
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return ts_err_errno(err, -errno, "wait for the proxy's socket");
+	cm = CMSG_FIRSTHDR(&msg);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&got, CMSG_DATA(cm), sizeof(int));
+	if (n == 1 && m.c == 'l' && got >= 0 && !(msg.msg_flags & MSG_CTRUNC))
+		return got;
+	if (got >= 0)
+		close(got);
+	if (n == (ssize_t)sizeof(m.e)) {
+		m.e.msg[sizeof(m.e.msg) - 1] = '\0';
+		*err = m.e;
+		if (err->code <= 0)
+			err->code = EIO;
+		return -err->code;
+	}
+	return ts_err(err, -EIO, "the sandbox died before it made the proxy's socket");
+}
+
 void ts_sync_send_error(int fd, const struct ts_error *err)
 {
 	(void)!write(fd, err, sizeof(*err));

@@ -25,6 +25,14 @@ int ts_sync_send_go(int fd, char c);
 /* Child: wait for the parent's byte. 0 on 'g', -ECANCELED on 'x' or EOF, -errno. */
 int ts_sync_wait_go(int fd);
 
+/* Child -> parent: the name proxy's listening socket (one 'l' message with the fd as
+ * SCM_RIGHTS); the child then waits for a second "go". 0 or -errno. */
+int ts_sync_send_fd(int fd, int pass);
+
+/* Parent: receive that socket. The fd (close-on-exec), or the child's negative error code
+ * with err filled when it sent a struct ts_error instead. */
+int ts_sync_recv_fd(int fd, struct ts_error *err);
+
 /* Child: report a setup error to the parent. Best effort. */
 void ts_sync_send_error(int fd, const struct ts_error *err);
 

@@ -176,6 +176,19 @@ static int build_env(struct ts_strv *a, const struct ts_run_opts *o, const struc
 	    (r = push_env(a, "USER", o->as_root ? "root" : "user")) < 0 ||
 	    (r = push_env(a, "TERM", sane_term())) < 0 || (r = push_env(a, "LANG", "C.UTF-8")) < 0)
 		return r;
+	/* names: the proxy on the sandbox's own `lo` is its one way out (the policy's env
+	 * may still override these: it only loses its way out) */
+	if (pol->network && pol->n_net_names) {
+		static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+						     "https_proxy" };
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if ((r = push_env(a, names[i], TS_NET_PROXY_URL)) < 0)
+				return r;
+		if ((r = push_env(a, "NO_PROXY", "localhost,127.0.0.1")) < 0 ||
+		    (r = push_env(a, "no_proxy", "localhost,127.0.0.1")) < 0)
+			return r;
+	}
 	for (size_t off = 0; off < img->env_len; off += strlen(img->env + off) + 1) {
 		const char *kv = img->env + off, *eq = strchr(kv, '=');
 		char name[256];
@@ -427,13 +440,33 @@ static int push_owner(struct ts_strv *a, bool two_users)
 	return ts_strv_push(a, "--owner") | ts_strv_push(a, "0");
 }
 
-/* --net-pasta/--net-slirp4netns and the policy's rules. */
+/* --net-pasta/--net-slirp4netns and the policy's rules; with names, --net-proxy. */
 static int build_network(struct ts_strv *a, const struct ts_prepared *p,
 			 const struct ts_policy *pol)
 {
-	char buf[TS_CIDR_STRLEN];
+	char buf[TS_HOSTPAT_STRLEN];
 	int r = 0;
 
+	if (pol->network && pol->n_net_names) {
+		r |= ts_strv_push(a, "--net-proxy");
+		r |= ts_strv_push(a, p->paths.proxy);
+		for (size_t i = 0; i < pol->n_net_names; i++) {
+			r |= ts_strv_push(a, "--net-allow-host");
+			r |= ts_strv_push(a,
+					  ts_hostpat_format(&pol->net_names[i], buf, sizeof(buf)));
+		}
+		/* the deny list bounds what the proxy may connect to */
+		for (size_t i = 0; i < pol->n_net_deny; i++) {
+			r |= ts_strv_push(a, "--net-deny");
+			r |= ts_strv_push(a, ts_cidr_format(&pol->net_deny[i], buf, sizeof(buf)));
+		}
+		/* a durable sandbox's counters, for `inspect` (sbstatus.c) */
+		if (p->listen_fd >= 0) {
+			r |= ts_strv_push(a, "--net-proxy-state");
+			r |= ts_strv_pushf(a, "%s/run", p->dir);
+		}
+		return r;
+	}
 	if (p->net == TS_NET_BACKEND_NONE)
 		return 0;
 	r |= ts_strv_push(a, p->net == TS_NET_BACKEND_PASTA ? "--net-pasta" : "--net-slirp4netns");
@@ -730,8 +763,10 @@ static int prepare_durable(struct ts_prepared *p, struct ts_error *err)
 			closedir(d);
 		}
 	}
-	/* a socket left by an init that died: nobody listens on it any more */
+	/* a socket left by an init that died: nobody listens on it any more; the name
+	 * proxy's counters of the last start (this start's proxy writes its own) */
 	unlinkat(runfd, "control.sock", 0);
+	unlinkat(runfd, "proxy.json", 0);
 	r = ts_unix_addr(&sa, run, runfd, "control.sock");
 	if (r < 0)
 		return ts_err(err, r, "control socket path too long");
@@ -918,6 +953,18 @@ static int prepare_network(struct ts_prepared *p, const struct ts_run_opts *o, s
 	_cleanup_free_ char *old = NULL;
 	bool have = false;
 	int r;
+
+	r = ts_policy_check_network(o->policy, err);
+	if (r < 0)
+		return r;
+	/* names: no egress program, no tun, no DNS inside (the proxy resolves) */
+	if (o->policy->n_net_names) {
+		if (!p->paths.proxy[0])
+			return ts_err(err, -ENOENT,
+				      "names in `network.allow` need toren-sandbox-proxy, which is "
+				      "not installed next to the helper");
+		return 0;
+	}
 
 	p->net = ts_hostcheck_net_backend(p->net_prog, sizeof(p->net_prog));
 	if (p->net == TS_NET_BACKEND_NONE)

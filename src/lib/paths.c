@@ -140,6 +140,9 @@ int ts_paths_init(struct ts_paths *p, struct ts_error *err)
 	/* needed only by sandboxes with `sudo: true`, which fail to start without it */
 	if (find_binary(p->sudo, sizeof(p->sudo), self_dir, "toren-sandbox-sudo", NULL) < 0)
 		p->sudo[0] = '\0';
+	/* needed only by sandboxes with names in `network.allow` */
+	if (find_binary(p->proxy, sizeof(p->proxy), self_dir, "toren-sandbox-proxy", NULL) < 0)
+		p->proxy[0] = '\0';
 	/* TOREN_SANDBOX_POLICY_DIR wins; then, running from a build tree, the source tree's
 	 * policy files (an edit is picked up without installing); else the data dir. */
 	ts_path_join(probe, sizeof(probe), self_dir, "build.ninja");

@@ -13,6 +13,7 @@ struct ts_paths {
 	char helper[4096];     /* toren-sandbox-helper */
 	char init[4096];       /* toren-sandbox-init */
 	char sudo[4096];       /* toren-sandbox-sudo, the sandbox's sudo; "" when absent */
+	char proxy[4096];      /* toren-sandbox-proxy, the name proxy; "" when absent */
 	char policy_dir[4096]; /* default policy files (seccomp/default.json, default.yaml) */
 };
 

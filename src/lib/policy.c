@@ -466,19 +466,66 @@ static const char *const top_keys[] = {
 int ts_policy_parse_net_entry(const char *s, bool allow, struct ts_cidr *ret, char *why,
 			      size_t why_len)
 {
-	(void)allow; /* IPv4 and IPv6 alike: where IPv6 does not leave, its entries have
-		      * nothing to decide */
+	/* IPv4 and IPv6 alike: where IPv6 does not leave, its entries have nothing to
+	 * decide */
 	if (ts_cidr_parse(s, ret) == 0)
 		return 0;
 	if (ts_cidr_looks_like_name(s))
 		snprintf(why, why_len,
-			 "name-based allow-lists are not supported yet: give address prefixes "
-			 "like 192.0.2.0/24");
+			 allow ? "not an address prefix (names: ts_policy_add_net_allow)"
+			       : "`deny` takes address prefixes only, like 192.0.2.0/24 (to keep a "
+				 "name out, leave it off `allow`)");
 	else
 		snprintf(why, why_len,
 			 "not an address prefix: want ADDR or ADDR/LEN with the host bits zero, "
 			 "like 10.1.0.0/16");
 	return -EINVAL;
+}
+
+int ts_policy_add_net_allow(struct ts_policy *p, const char *s, char *why, size_t why_len)
+{
+	struct ts_cidr c;
+	char hw[160];
+	int r;
+
+	if (p->n_net_allow >= TS_POLICY_MAX_NET_RULES ||
+	    p->n_net_names >= TS_POLICY_MAX_NET_RULES) {
+		snprintf(why, why_len, "too many entries (at most %d of each kind)",
+			 TS_POLICY_MAX_NET_RULES);
+		return -E2BIG;
+	}
+	if (ts_cidr_parse(s, &c) == 0) {
+		r = ts_policy_parse_net_entry(s, true, &c, why, why_len);
+		if (r < 0)
+			return r;
+		p->net_allow[p->n_net_allow++] = c;
+	} else if (ts_hostpat_parse(s, &p->net_names[p->n_net_names], hw, sizeof(hw)) == 0) {
+		p->n_net_names++;
+	} else if (ts_cidr_looks_like_name(s)) {
+		snprintf(why, why_len, "not a host name or name pattern: %s", hw);
+		return -EINVAL;
+	} else {
+		snprintf(why, why_len,
+			 "not an address prefix (ADDR or ADDR/LEN with the host bits zero, like "
+			 "10.1.0.0/16) nor a host name");
+		return -EINVAL;
+	}
+	p->network = true;
+	return 0;
+}
+
+int ts_policy_check_network(const struct ts_policy *p, struct ts_error *err)
+{
+	char a[TS_CIDR_STRLEN], n[TS_HOSTPAT_STRLEN];
+
+	if (!p->n_net_names || !p->n_net_allow)
+		return 0;
+	return ts_err(err, -EINVAL,
+		      "`network.allow` has both host names (`%s`) and address prefixes (`%s`): "
+		      "with names the sandbox's only way out is its HTTP proxy, which connects "
+		      "to names only; give names or addresses, not both",
+		      ts_hostpat_format(&p->net_names[0], n, sizeof(n)),
+		      ts_cidr_format(&p->net_allow[0], a, sizeof(a)));
 }
 
 static int net_list(struct loader *l, bool allow)
@@ -505,6 +552,20 @@ static int net_list(struct loader *l, bool allow)
 		r = ts_yaml_scalar(&l->y, name, &s);
 		if (r < 0)
 			return r;
+		if (allow) {
+			r = ts_policy_add_net_allow(p, s, why, sizeof(why));
+			if (r == -E2BIG)
+				return ts_yaml_err(&l->y, &l->y.ev.start_mark, -E2BIG,
+						   "too many entries in `network.allow` (at most "
+						   "%d addresses and %d names)",
+						   TS_POLICY_MAX_NET_RULES,
+						   TS_POLICY_MAX_NET_RULES);
+			if (r < 0)
+				return ts_yaml_err(&l->y, &l->y.ev.start_mark, -EINVAL,
+						   "invalid entry `%s` in `network.allow`: %s",
+						   ts_yaml_show(b, s, strlen(s)), why);
+			continue;
+		}
 		if (*n >= TS_POLICY_MAX_NET_RULES)
 			return ts_yaml_err(&l->y, &l->y.ev.start_mark, -E2BIG,
 					   "too many entries in `network.%s` (at most %d)", name,
@@ -637,8 +698,11 @@ static int parse_top(struct ts_yaml *y, void *userdata)
 static int merge(struct ts_policy *p, struct ts_policy *t, unsigned set)
 {
 	if (p->n_net_allow + t->n_net_allow > TS_POLICY_MAX_NET_RULES ||
-	    p->n_net_deny + t->n_net_deny > TS_POLICY_MAX_NET_RULES)
+	    p->n_net_deny + t->n_net_deny > TS_POLICY_MAX_NET_RULES ||
+	    p->n_net_names + t->n_net_names > TS_POLICY_MAX_NET_RULES)
 		return -E2BIG;
+	if ((p->n_net_names || t->n_net_names) && (p->n_net_allow || t->n_net_allow))
+		return -EXDEV;
 	/* Grow first; a failed realloc leaves p's contents as they were. */
 	if (t->n_env) {
 		char **v = reallocarray(p->env, p->n_env + t->n_env, sizeof(*v));
@@ -697,6 +761,9 @@ static int merge(struct ts_policy *p, struct ts_policy *t, unsigned set)
 	p->n_net_allow += t->n_net_allow;
 	memcpy(p->net_deny + p->n_net_deny, t->net_deny, t->n_net_deny * sizeof(t->net_deny[0]));
 	p->n_net_deny += t->n_net_deny;
+	memcpy(p->net_names + p->n_net_names, t->net_names,
+	       t->n_net_names * sizeof(t->net_names[0]));
+	p->n_net_names += t->n_net_names;
 	if (set & SET_INOTIFY_WATCHES)
 		p->inotify_watches = t->inotify_watches;
 	if (t->seccomp_profile) {
@@ -729,7 +796,17 @@ int ts_policy_load(struct ts_policy *p, const char *path, struct ts_error *err)
 			       "`%s`: too many `network` entries over all policy files (at most %d "
 			       "of each)",
 			       path, TS_POLICY_MAX_NET_RULES);
-		else if (r < 0)
+		else if (r == -EXDEV) {
+			struct ts_policy both;
+
+			/* the message of the one check, for the two lists together */
+			ts_policy_init(&both);
+			both.net_names[0] = p->n_net_names ? p->net_names[0] : t.net_names[0];
+			both.net_allow[0] = p->n_net_allow ? p->net_allow[0] : t.net_allow[0];
+			both.n_net_names = both.n_net_allow = 1;
+			r = ts_policy_check_network(&both, err);
+			ts_err_prefix(err, r, "`%s`", path);
+		} else if (r < 0)
 			ts_yaml_nomem(&l.y);
 	}
 	ts_policy_free(&t);

@@ -6,6 +6,7 @@
 
 #include "cidr.h"
 #include "error.h"
+#include "hostpat.h"
 
 /*
  * The sandbox policy: a YAML file (libyaml), documented in toren-sandbox-policy(5).
@@ -31,6 +32,8 @@
  *   network:              # the same with rules by address prefix
  *     allow: [10.1.0.0/16]   # routable through the blocked ranges
  *     deny: [203.0.113.0/24]
+ *   network:              # or by name: only these, through the sandbox's HTTP proxy
+ *     allow: [api.github.com, "*.example.com", "git.example.org:8443"]
  *
  * Unknown keys and bad values are errors naming the file, line and key.
  */
@@ -67,17 +70,33 @@ struct ts_policy {
 	bool network; /* egress (default off: only `lo`) */
 	struct ts_cidr net_allow[TS_POLICY_MAX_NET_RULES], net_deny[TS_POLICY_MAX_NET_RULES];
 	size_t n_net_allow, n_net_deny;
+	/* allow entries that are names (hostpat.h): the sandbox's way out is then the name
+	 * proxy alone, and net_allow stays empty (ts_policy_check_network) */
+	struct ts_hostpat net_names[TS_POLICY_MAX_NET_RULES];
+	size_t n_net_names;
 };
 
 /*
- * Check one `allow`/`deny` entry of `network` (policy files and the E2B body alike): an
- * IPv4 or IPv6 prefix. A host name or a name pattern is refused with "name-based
- * allow-lists are not supported yet". IPv6 entries decide where the sandbox has IPv6
- * egress (the helper's ctx->net.ipv6). 0 or -EINVAL with why (a message without the
- * entry's origin).
+ * Check one address entry of `network` (an `allow` entry that is no name, every `deny`
+ * entry): an IPv4 or IPv6 prefix. A name in `deny` is refused (deny takes addresses).
+ * IPv6 entries decide where the sandbox has IPv6 egress (the helper's ctx->net.ipv6).
+ * 0 or -EINVAL with why (a message without the entry's origin).
  */
 int ts_policy_parse_net_entry(const char *s, bool allow, struct ts_cidr *ret, char *why,
 			      size_t why_len);
+
+/*
+ * Append one `network.allow` entry (policy files, --net-allow, an E2B body's allowOut):
+ * an address prefix as ts_policy_parse_net_entry, or a host name or `*.suffix` pattern
+ * with an optional :PORT (hostpat.h). Sets network. 0, -EINVAL with why, or -E2BIG.
+ */
+int ts_policy_add_net_allow(struct ts_policy *p, const char *s, char *why, size_t why_len);
+
+/*
+ * Names and address allows do not mix: with a name the proxy is the sandbox's only way
+ * out, where an address rule would mean nothing. 0, or -EINVAL with err saying so.
+ */
+int ts_policy_check_network(const struct ts_policy *p, struct ts_error *err);
 
 /*
  * The rules for limit values, one place for policy files and command-line flags alike.

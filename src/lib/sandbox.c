@@ -69,6 +69,14 @@ static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_
 	}
 	if (o->network)
 		json_object_set_new(spec, "network", json_true());
+	if (o->net_allow && o->net_allow[0]) {
+		json_t *na = json_array();
+
+		for (char **q = o->net_allow; *q; q++)
+			json_array_append_new(na, json_string(*q));
+		json_object_set_new(spec, "net_allow", na);
+		json_object_set_new(spec, "network", json_true());
+	}
 	json_object_set_new(spec, "memory", json_integer((json_int_t)o->memory_bytes));
 	json_object_set_new(spec, "pids", json_integer((json_int_t)o->pids));
 	json_object_set_new(spec, "cpus", json_real(o->cpus));
@@ -203,6 +211,20 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 		pol->sudo = true;
 	if (json_is_true(json_object_get(spec, "network")))
 		pol->network = true;
+	json_array_foreach(json_object_get(spec, "net_allow"), i, v) {
+		char why[200];
+
+		if (!json_is_string(v))
+			continue;
+		r = ts_policy_add_net_allow(pol, json_string_value(v), why, sizeof(why));
+		if (r < 0) {
+			ts_err(err, r, "sandbox `%s`: network.allow `%.300s`: %s", rec->id,
+			       json_string_value(v), why);
+			goto out;
+		}
+	}
+	if ((r = ts_policy_check_network(pol, err)) < 0)
+		goto out;
 	if (json_is_false(json_object_get(spec, "own_workspace")))
 		o->workspace = rec->workspace;
 	o->policy = pol;

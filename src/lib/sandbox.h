@@ -27,11 +27,12 @@ struct ts_create_opts {
 	char **labels;		 /* k=v, NULL-terminated, may be NULL */
 	long long ttl_ms;	 /* < 0: the default (30 min); 0: none */
 	bool ttl_absolute;
-	pid_t owner_pid;	   /* 0: none */
-	bool as_root;		   /* processes as root by default */
-	bool with_root;		   /* a root inside even when they run as user */
-	bool sudo;		   /* sudo inside (as policy `sudo: true`) */
-	bool network;		   /* egress (as policy `network: true`) */
+	pid_t owner_pid;  /* 0: none */
+	bool as_root;	  /* processes as root by default */
+	bool with_root;	  /* a root inside even when they run as user */
+	bool sudo;	  /* sudo inside (as policy `sudo: true`) */
+	bool network;	  /* egress (as policy `network: true`) */
+	char **net_allow; /* more `network.allow` entries (NULL-terminated), as a policy's */
 	char **protected_patterns; /* more protected patterns (NULL-terminated), as a policy's */
 	unsigned long long memory_bytes, pids; /* 0: policy's */
 	double cpus;

@@ -189,6 +189,26 @@ static json_t *network_json(const struct ts_sandbox_rec *rec, const struct ts_sb
 		json_object_set_new(j, "tx_packets", json_integer((json_int_t)txp));
 	}
 	free(text);
+	text = NULL;
+	/* names (policy `network.allow` with names): the proxy's counters, which it writes to
+	 * run/proxy.json at most once a second (src/proxy/proxy.c) */
+	if (live->running) {
+		char file[4200];
+		json_t *px;
+
+		snprintf(file, sizeof(file), "%s/run/proxy.json", rec->dir);
+		if (ts_read_file_at(AT_FDCWD, file, 4096, &text, NULL) == 0 &&
+		    (px = json_loads(text, 0, NULL))) {
+			if (json_is_object(px)) {
+				json_object_set_new(j, "proxy", px);
+				json_object_set_new(j, "mode", json_string("proxy"));
+				free(text);
+				return j;
+			}
+			json_decref(px);
+		}
+		free(text);
+	}
 	json_object_set_new(j, "mode", json_string(egress ? "egress" : "none"));
 	if (egress && live->running && rec->init_pid > 0)
 		json_object_set_new(j, "ipv6", json_boolean(has_ipv6(rec->init_pid)));

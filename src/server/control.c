@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cidr.h"
 #include "cleanup.h"
+#include "hostpat.h"
 #include "oci-ref.h"
 #include "oci-store.h"
 #include "pulls.h"
@@ -531,6 +533,66 @@ static void create_failed(struct ts_req *req, unsigned status, const char *msg)
 	ts_srv_reply_error(req, status, "%s", msg);
 }
 
+/*
+ * E2B's `network.allowOut` may hold host names (issue 11): those become the sandbox's
+ * name-based allow-list (the local sandbox's only way out is then its proxy). Address
+ * entries stay stored and echoed, not applied, as before; names and addresses together are
+ * refused, as the policy refuses them. The names go to names[] (NULL-terminated, pointing
+ * into the body). false when a 400 was sent.
+ */
+static bool allow_out_names(struct ts_req *req, json_t *net, const char **names, size_t max)
+{
+	json_t *list = json_is_object(net) ? json_object_get(net, "allowOut") : NULL, *v;
+	size_t i, n = 0, n_addr = 0;
+
+	names[0] = NULL;
+	if (!list || json_is_null(list))
+		return true;
+	if (!json_is_array(list)) {
+		ts_srv_reply_error(req, 400, "`network.allowOut` must be an array of strings");
+		return false;
+	}
+	json_array_foreach(list, i, v) {
+		const char *s = json_string_value(v);
+		struct ts_hostpat hp;
+		struct ts_cidr c;
+		char why[160], shown[80];
+
+		if (!s) {
+			ts_srv_reply_error(req, 400,
+					   "`network.allowOut` must be an array of strings");
+			return false;
+		}
+		if (ts_cidr_parse(s, &c) == 0) {
+			n_addr++;
+			continue;
+		}
+		snprintf(shown, sizeof(shown), "%s", s);
+		ts_sanitize_text(shown);
+		if (ts_hostpat_parse(s, &hp, why, sizeof(why)) < 0) {
+			ts_srv_reply_error(req, 400, "`network.allowOut` entry `%s`: %s", shown,
+					   why);
+			return false;
+		}
+		if (n + 1 >= max) {
+			ts_srv_reply_error(req, 400, "`network.allowOut`: at most %zu names",
+					   max - 1);
+			return false;
+		}
+		names[n++] = s;
+		names[n] = NULL;
+	}
+	if (n && n_addr) {
+		ts_srv_reply_error(
+			req, 400,
+			"`network.allowOut` has both host names and addresses: with names "
+			"the sandbox's only way out is a proxy that connects to names; "
+			"give one kind");
+		return false;
+	}
+	return true;
+}
+
 static void handle_create(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
@@ -544,7 +606,7 @@ static void handle_create(void *ctx, struct ts_req *req)
 	struct ts_sb_info info;
 	struct ts_srv_sb *e = NULL;
 	struct ts_sb *sb = NULL;
-	const char *tpl;
+	const char *tpl, *allow_names[64 + 1];
 	json_t *b, *jm;
 	long long t;
 	int r;
@@ -582,9 +644,14 @@ static void handle_create(void *ctx, struct ts_req *req)
 	o.envs = envs;
 	o.metadata = meta;
 	/* a `network` object asks for egress (issue 11): the local sandbox's, which never
-	 * reaches private addresses; its rules (allowOut, denyOut, ...) are stored and echoed,
-	 * not applied. allow_internet_access alone does not: every 2.45 SDK sends it true */
+	 * reaches private addresses; host names in allowOut are applied (allow_out_names), its
+	 * other rules (address allowOut, denyOut, ...) are stored and echoed, not applied.
+	 * allow_internet_access alone does not: every 2.45 SDK sends it true */
 	o.network = json_is_object(json_object_get(b, "network"));
+	if (!allow_out_names(req, json_object_get(b, "network"), allow_names,
+			     ELEMENTSOF(allow_names)))
+		return;
+	o.net_allow = allow_names[0] ? (char *const *)allow_names : NULL;
 	text = json_dumps(b, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!text)
 		goto oom;

@@ -46,6 +46,7 @@ as_mode() {
 mkdir -p "$stage/bin" "$stage/tests" "$stage/state"
 cp "$build/toren-sandbox" "$build/toren-sandbox-helper" "$build/toren-sandbox-init" "$stage/bin/"
 [ -e "$build/toren-sandbox-sudo" ] && cp "$build/toren-sandbox-sudo" "$stage/bin/"
+[ -e "$build/toren-sandbox-proxy" ] && cp "$build/toren-sandbox-proxy" "$stage/bin/"
 cp -r "$src/policy" "$stage/policy"
 cp "$src/tests/live/"*.sh "$src/tests/live/"*.py "$stage/tests/"
 cp "$script" "$stage/tests/" # a live script kept beside what it tests (tests/server)

@@ -82,11 +82,11 @@ printf 'network:\n  allow: [fd00:99::/64]\n  deny: [2001:db8:2::10]\n' >"$pol"
 run_cases "IPv6 rules" --policy "$pol" -- reach fd00:99::10 8080 private -- \
 	refused 2001:db8:2::10 8080 -- reach 2001:db8:1::10 8080 public -- refused fd00:99::1 8082 -- \
 	refused 2001:db8:1::1 8082 -- refused fe80::1%eth0 8082
-printf 'network:\n  allow: [api.github.com]\n' >"$pol"
+printf 'network:\n  allow: [api.github.com, 10.99.0.0/24]\n' >"$pol"
 out=$("$cli" run --policy "$pol" -- true 2>&1)
 rc=$?
-[ $rc != 0 ] && [[ $out == *"name-based allow-lists are not supported yet"* ]]
-tap_result $? "a host name in network.allow is refused: not supported yet ($rc: ${out:0:120})"
+[ $rc != 0 ] && [[ $out == *"both host names"* ]]
+tap_result $? "host names and addresses in network.allow together are refused ($rc: ${out:0:120})"
 rm -f "$pol"
 
 # the default is unchanged: only lo

@@ -54,6 +54,8 @@ static const struct bad bad_cases[] = {
 	{ "bad-top-sequence.yaml", -EINVAL, 1, "mapping at the top level" },
 	{ "bad-sudo-yes.yaml", -EINVAL, 2, "`sudo`: expected true or false" },
 	{ "bad-sudo-quoted.yaml", -EINVAL, 2, "quoted value for `sudo`" },
+	{ "bad-net-name.yaml", -EINVAL, 3, "`*` only as the whole first label" },
+	{ "bad-net-deny-name.yaml", -EINVAL, 2, "`deny` takes address prefixes only" },
 };
 
 static char *fixture(const char *name)
@@ -300,6 +302,37 @@ static void test_default(const char *path)
 	ts_policy_free(&p);
 }
 
+/* names in network.allow: parsed, lowercased, kept apart from address prefixes */
+static void test_net_names(void)
+{
+	struct ts_error err = { 0 };
+	struct ts_policy p;
+	char buf[TS_HOSTPAT_STRLEN];
+	int r;
+
+	ts_policy_init(&p);
+	r = load(&p, "net-names.yaml", &err);
+	ok(r == 0 && p.network && p.n_net_names == 3 && p.n_net_allow == 0 && p.n_net_deny == 1,
+	   "net-names.yaml: 3 names, 1 deny: %s", r ? err.msg : "ok");
+	ok(p.n_net_names == 3 &&
+		   !strcmp(ts_hostpat_format(&p.net_names[0], buf, sizeof(buf)),
+			   "api.github.com") &&
+		   p.net_names[1].wildcard && p.net_names[2].port == 8443,
+	   "names lowercased, a wildcard, a port");
+	r = load(&p, "bad-net-mix.yaml", &err);
+	ok(r == -EINVAL && strstr(err.msg, "both host names") && p.n_net_names == 3 &&
+		   p.n_net_allow == 0,
+	   "names and addresses in one file refused, the policy unchanged: %s", err.msg);
+	ts_policy_free(&p);
+	ts_policy_init(&p);
+	r = load(&p, "merge-a.yaml", &err);
+	r = r ? r : ts_policy_add_net_allow(&p, "10.1.0.0/16", buf, sizeof(buf));
+	r = r ? r : load(&p, "net-names.yaml", &err);
+	ok(r == -EINVAL && strstr(err.msg, "both host names") && p.n_net_names == 0,
+	   "a file's names over another's addresses refused: %s", err.msg);
+	ts_policy_free(&p);
+}
+
 int main(int argc, char **argv)
 {
 	size_t n_bad = sizeof(bad_cases) / sizeof(bad_cases[0]);
@@ -309,7 +342,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fixtures = argv[1];
-	plan((int)n_bad + 12 + 1 + 3 + 8 + 3 + 4 + 6 + 1 + 1);
+	plan((int)n_bad + 12 + 1 + 3 + 8 + 3 + 4 + 6 + 1 + 1 + 4);
 	for (size_t i = 0; i < n_bad; i++)
 		test_bad(&bad_cases[i]);
 	test_full();
@@ -320,5 +353,6 @@ int main(int argc, char **argv)
 	test_file_errors();
 	test_add();
 	test_default(argv[2]);
+	test_net_names();
 	return exit_status();
 }
