@@ -200,10 +200,14 @@ static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o,
 	co.sudo = o->sudo;
 	co.protected_patterns = (char **)o->protected_patterns;
 	co.network = o->network;
-	/* "base" and no template: the default image; else an image directory, named by its
-	 * absolute path, or an image of the local store (`image import`). Any other name is a
-	 * template this backend does not have (E2B: 404) */
-	if (o->template_id && *o->template_id && strcmp(o->template_id, "base") != 0) {
+	/* No template: the host image (the fast default). "base": the store's image `base`
+	 * when there is one (`image build base`: node, python, git), else the host image. Else
+	 * an image directory, named by its absolute path, or an image of the local store
+	 * (`image import`). Any other name is a template this backend does not have (E2B: 404) */
+	if (o->template_id && !strcmp(o->template_id, "base")) {
+		if (ts_oci_has(l->paths.root, "base"))
+			co.image = "base";
+	} else if (o->template_id && *o->template_id) {
 		if (o->template_id[0] != '/' && !ts_oci_has(l->paths.root, o->template_id))
 			return ts_err(err, -ENOENT,
 				      "no template `%.128s`: the local backend has `base`, image "

@@ -542,7 +542,8 @@ static void handle_create(void *ctx, struct ts_req *req)
 	if (control_auth(srv, req) < 0 || !(b = body_object(req)) || !create_body_ok(req, b))
 		return;
 	tpl = json_string_value(json_object_get(b, "templateID"));
-	/* "base" is the default image; a template is never a host path from the network */
+	/* "base" is the default image (the local image `base` when the store has one, else the
+	 * host's: the backend decides); a template is never a host path from the network */
 	if (tpl && *tpl && strcmp(tpl, "base") != 0) {
 		char shown[80];
 
@@ -563,6 +564,7 @@ static void handle_create(void *ctx, struct ts_req *req)
 		goto oom;
 	o.envs = envs;
 	o.metadata = meta;
+	o.template_id = "base";
 	/* a `network` object asks for egress (issue 11): the local sandbox's, which never
 	 * reaches private addresses; its rules (allowOut, denyOut, ...) are stored and echoed,
 	 * not applied. allow_internet_access alone does not: every 2.45 SDK sends it true */
