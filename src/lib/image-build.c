@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -370,6 +371,61 @@ static int __attribute__((format(printf, 2, 3))) argv_addf(struct argv *a, const
 	return 0;
 }
 
+/*
+ * The forked child: runs argv in a process group of its own and waits for it. mmdebstrap's
+ * main process ignores SIGTERM while its worker builds; the worker cleans up (its mounts,
+ * its chroot) on SIGTERM. So when our caller dies (PR_SET_PDEATHSIG) or is interrupted,
+ * the whole group gets SIGTERM, and the work directory stays locked (fd 3, inherited)
+ * until the last of them is gone. Never returns.
+ */
+static _Noreturn void supervise(char **argv, char **env, int log_fd, int lock, pid_t parent)
+{
+	sigset_t set;
+	int sfd, st;
+	pid_t pid;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 ||
+	    getppid() != parent)
+		_exit(127);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	if (sfd < 0)
+		_exit(127);
+	pid = fork();
+	if (pid < 0)
+		_exit(127);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (setpgid(0, 0) < 0 || sigprocmask(SIG_UNBLOCK, &set, NULL) < 0 || null < 0 ||
+		    dup2(null, 0) < 0 || dup2(log_fd >= 0 ? log_fd : null, 1) < 0 ||
+		    dup2(log_fd >= 0 ? log_fd : null, 2) < 0 ||
+		    (lock == 3 ? fcntl(3, F_SETFD, 0) : dup2(lock, 3)) < 0)
+			_exit(127);
+		execve(argv[0], argv, env);
+		_exit(127);
+	}
+	setpgid(pid, pid); /* either of us may get there first */
+	for (;;) {
+		struct signalfd_siginfo si;
+
+		if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si)) {
+			if (errno == EINTR)
+				continue;
+			kill(-pid, SIGTERM);
+		} else if (si.ssi_signo != SIGCHLD) {
+			kill(-pid, SIGTERM);
+			continue;
+		}
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+}
+
 /* Run argv with TMPDIR=tmpdir, its output to log_fd, the work directory's lock as fd 3 (so
  * that it is held while any process of the build lives); its exit status (or 128+signal). */
 static int spawn_wait(char **argv, const char *tmpdir, int log_fd, int lock, int *status,
@@ -398,20 +454,8 @@ static int spawn_wait(char **argv, const char *tmpdir, int log_fd, int lock, int
 		free(env);
 		return ts_err_errno(err, -errno, "fork");
 	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		/* a build whose caller died stops: mmdebstrap cleans up after SIGTERM (its
-		 * mounts, its chroot), and the work directory stays locked until it is gone */
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
-			_exit(127);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(log_fd >= 0 ? log_fd : null, 1) < 0 ||
-		    dup2(log_fd >= 0 ? log_fd : null, 2) < 0 ||
-		    (lock == 3 ? fcntl(3, F_SETFD, 0) : dup2(lock, 3)) < 0)
-			_exit(127);
-		execve(argv[0], argv, env);
-		_exit(127);
-	}
+	if (pid == 0)
+		supervise(argv, env, log_fd, lock, parent);
 	free(env);
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
