@@ -123,6 +123,18 @@ def main():
 
 
 def run_tests():
+    # bad input is refused before anything runs (no network, every mode)
+    for args, want, what in (
+            (["--packages", "bash;rm -rf /", "base"], "not a Debian package name", "a bad package name"),
+            (["--mirror", "http://x y/debian", "base"], "without spaces or quotes", "a bad mirror"),
+            (["--mirror", "ftp://x/debian", "base"], "an http://, https:// or file:/ URL", "a mirror that is not http(s) or file"),
+            (["--suite", "../x", "base"], "a Debian release name", "a bad suite"),
+            (["--name", "../x", "base"], "image name `../x`", "a bad image name"),
+            (["nosuch"], "no recipe `nosuch`", "an unknown recipe"),
+            (["--apt-cache", "rel/dir", "base"], "an absolute path", "a relative apt cache")):
+        r = ts("image", "build", *args)
+        t(r.returncode in (1, 2) and want in r.stderr and not os.path.exists(f"{root}/images/oci/index.json"),
+          f"image build refuses {what}, building nothing") or diag(r.stderr)
     if mode == "userns":
         r = ts("image", "build", "base")
         t(r.returncode == 1 and "user namespace of its own" in r.stderr
@@ -230,7 +242,7 @@ def serve_checks():
         if sid:
             r = ts("exec", sid, "--", "/bin/sh", "-c",
                    f"test -x /usr/bin/{MARKER} && echo IMAGE; node --version >/dev/null && "
-                   "python3 -c 'print(1)' && git --version >/dev/null && echo TOOLS; "
+                   "python3 -c 'print(1)' >/dev/null && git --version >/dev/null && echo TOOLS; "
                    "sudo -n true && echo SUDO; id -un")
             t(r.stdout.split() == ["IMAGE", "TOOLS", "SUDO", "user"],
               "the base template runs the local image `base`: its tools, and `sudo -n true` "
