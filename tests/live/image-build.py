@@ -108,8 +108,9 @@ def cache_dir():
         st = os.lstat(d)
     except OSError:
         return None
-    # someone else's directory in /var/tmp is not ours to fill (or to trust)
-    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not os.path.isdir(d):
+    # someone else's directory in /var/tmp is not ours to fill (or to trust); mmdebstrap's
+    # sync-out gives it the mode of /var/cache/apt/archives (0755)
+    if st.st_uid != os.getuid() or st.st_mode & 0o022 or not os.path.isdir(d):
         return None
     return d
 
