@@ -202,10 +202,15 @@ static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o,
 	co.protected_patterns = (char **)o->protected_patterns;
 	co.network = o->network;
 	co.net_allow = (char **)o->net_allow;
-	/* "base" and no template: the default image; else an image directory, named by its
-	 * absolute path, or an image of the local store (`image import`). Any other name is a
-	 * template this backend does not have (E2B: 404) */
-	if (o->template_id && *o->template_id && strcmp(o->template_id, "base") != 0) {
+	/* No template: the host image (the fast default). "base": the store's image `base`
+	 * when there is one (`image build base`: node, python, git), else the host image. Else
+	 * an image directory, named by its absolute path, or an image of the local store
+	 * (`image pull`, `image import`). Any other name is a template this backend does not
+	 * have (E2B: 404) */
+	if (o->template_id && !strcmp(o->template_id, "base")) {
+		if (ts_oci_has(l->paths.root, "base"))
+			co.image = "base";
+	} else if (o->template_id && *o->template_id) {
 		/* a registry reference the store lacks: pulled here (the CLI and serve pull
 		 * before, with a progress bar or off their loop; the runner's workers here) */
 		if (o->template_id[0] != '/' && !ts_oci_has(l->paths.root, o->template_id) &&

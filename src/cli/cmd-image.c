@@ -25,6 +25,7 @@ static void usage(FILE *f)
 	      "       toren-sandbox image inspect NAME\n"
 	      "       toren-sandbox image rm NAME...\n"
 	      "       toren-sandbox image prune\n"
+	      "       toren-sandbox image build [--name NAME] [--mirror URL] [--packages A,B] RECIPE\n"
 	      "\n"
 	      "  pull     fetch REFERENCE from its registry (see `image pull --help`)\n"
 	      "  import   store the image SOURCE as NAME: oci:DIR[:REF] (an OCI image layout;\n"
@@ -34,7 +35,9 @@ static void usage(FILE *f)
 	      "           (--json: one JSON array)\n"
 	      "  inspect  one image as JSON: digest, source, manifest, config, layers\n"
 	      "  rm       forget images (their layers stay until prune)\n"
-	      "  prune    delete the layers and blobs no image name refers to\n"
+	      "  prune    delete the layers and blobs no image name or sandbox uses\n"
+	      "  build    a root file system from Debian's packages (mmdebstrap) as an image:\n"
+	      "           `image build base` makes `base` (see `image build --help`)\n"
 	      "\n"
 	      "      --max-size SIZE  (import) refuse a layer that unpacks to more than SIZE\n"
 	      "                       (K, M, G suffixes; default 16G)\n"
@@ -82,6 +85,8 @@ int ts_subcmd_image(int argc, char **argv)
 		return 2;
 	}
 	sub = argv[optind];
+	if (!strcmp(sub, "build"))
+		return ts_subcmd_image_build(argc - optind, argv + optind);
 	argc -= optind;
 	argv += optind;
 	if (!strcmp(sub, "pull"))

@@ -414,29 +414,48 @@ int ts_image_host(const char *root, struct ts_image *img, struct ts_error *err)
 	return 0;
 }
 
+int ts_image_store(const char *root, const char *name, const char *pin, struct ts_image *img,
+		   struct ts_error *err)
+{
+	/* the identity layer goes first, and the sudo layer may still go on top */
+	struct ts_oci_use u = { .lowers = &img->lowers[1],
+				.max = TS_IMAGE_MAX_LOWERS - 2,
+				.env = img->env,
+				.env_len = sizeof(img->env),
+				.hold = img->hold };
+	int r;
+
+	memset(img, 0, sizeof(*img));
+	if (!ts_oci_name_valid(name))
+		return ts_err(err, -EINVAL,
+			      "image `%s` is neither an absolute path nor an image name", name);
+	r = add_identity(root, img, err);
+	if (r < 0)
+		return r;
+	r = ts_oci_use(root, name, pin, &u, err);
+	if (r < 0)
+		return r;
+	img->n_lowers += u.n;
+	img->env_len = u.env_used;
+	img->n_hold = u.n_hold;
+	return 0;
+}
+
+void ts_image_release(struct ts_image *img)
+{
+	for (size_t i = 0; i < img->n_hold; i++)
+		close(img->hold[i]);
+	img->n_hold = 0;
+}
+
 int ts_image_dir(const char *root, const char *dir, struct ts_image *img, struct ts_error *err)
 {
 	struct stat st;
 	int r;
 
+	if (dir[0] != '/')
+		return ts_image_store(root, dir, NULL, img, err);
 	memset(img, 0, sizeof(*img));
-	if (dir[0] != '/') {
-		size_t n = 0;
-
-		if (!ts_oci_name_valid(dir))
-			return ts_err(err, -EINVAL,
-				      "image `%s` is neither an absolute path nor an image name",
-				      dir);
-		r = add_identity(root, img, err);
-		if (r < 0)
-			return r;
-		/* the sudo layer may still go on top */
-		r = ts_oci_lowers(root, dir, &img->lowers[1], TS_IMAGE_MAX_LOWERS - 2, &n, err);
-		if (r < 0)
-			return r;
-		img->n_lowers += n;
-		return ts_oci_env(root, dir, img->env, sizeof(img->env), &img->env_len, err);
-	}
 	if (stat(dir, &st) < 0)
 		return ts_err_errno(err, -errno, "image `%s`", dir);
 	if (!S_ISDIR(st.st_mode))

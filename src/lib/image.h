@@ -35,6 +35,10 @@ struct ts_image {
 	 * TERM): set over the sandbox's base environment, under the policy's env */
 	char env[8192];
 	size_t env_len;
+	/* an image of the store: its layer directories, held open with a shared flock so
+	 * that `image prune` leaves them alone while the sandbox runs (ts_image_release) */
+	int hold[TS_IMAGE_MAX_LOWERS];
+	size_t n_hold;
 };
 
 /* Prepare the host image under root (cached). 0 or -errno. */
@@ -53,3 +57,14 @@ int ts_image_add_sudo(const char *root, const char *sudo_bin, struct ts_image *i
  * the image of that name in the local store (oci-store.h): its layers under the identity
  * layer. */
 int ts_image_dir(const char *root, const char *dir, struct ts_image *img, struct ts_error *err);
+
+/*
+ * The image name of the local store (oci-store.h), or the layers pin records (ts_oci_pin's
+ * text: a durable sandbox's, valid after `image rm`), under the identity layer; its layer
+ * directories held (img->hold) until ts_image_release. 0 or -errno.
+ */
+int ts_image_store(const char *root, const char *name, const char *pin, struct ts_image *img,
+		   struct ts_error *err);
+
+/* Close what img holds (its store layers' locks). */
+void ts_image_release(struct ts_image *img);

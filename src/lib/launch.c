@@ -102,6 +102,7 @@ static void prepared_free(struct ts_prepared *p)
 	if (p->ws_fd >= 0)
 		close(p->ws_fd);
 	p->listen_fd = p->logs_fd = p->ws_fd = -EBADF;
+	ts_image_release(&p->image);
 	ts_strv_free(p->protected);
 	p->protected = NULL;
 	ts_strv_clear(&p->argv);
@@ -1150,7 +1151,9 @@ dirs_done:
 	if (wsfd < 0)
 		return ts_err_errno(err, -errno, "open workspace `%s`", p->workspace);
 
-	if (o->image)
+	if (o->image && o->image_pin)
+		r = ts_image_store(p->paths.root, o->image, o->image_pin, &p->image, err);
+	else if (o->image)
 		r = ts_image_dir(p->paths.root, o->image, &p->image, err);
 	else
 		r = ts_image_host(p->paths.root, &p->image, err);

@@ -56,6 +56,8 @@ struct ts_run_opts {
 	char **argv;			/* the command, NULL-terminated */
 	const char *workspace;		/* host directory bound at /home/user; NULL: a fresh one */
 	const char *image;		/* root file system directory; NULL: the host image */
+	const char *image_pin;		/* durable, an image of the store: the layers its spec
+					 * recorded (ts_oci_pin), used instead of the name's */
 	const struct ts_policy *policy; /* merged policy: limits, env, binds, protected */
 	bool as_root;			/* --user root */
 	bool with_root;			/* a root inside though processes run as user */

@@ -18,6 +18,7 @@
 #include "oci-layer.h"
 #include "oci-registry.h"
 #include "paths.h"
+#include "store.h"
 #include "syscall.h"
 #include "util.h"
 
@@ -105,6 +106,23 @@ static int store_open_waiting(const char *root, bool create, struct store *s,
 		waiting(userdata);
 	if (flock(s->lock, LOCK_EX) < 0)
 		return ts_err_errno(err, -errno, "lock `%s/lock`", s->dir);
+	return 0;
+}
+
+/* Open an existing store for readers that must not race a prune: the lock taken shared
+ * (imports, rm and prune take it exclusively), held until store_close. */
+static int store_open_shared(const char *root, struct store *s, struct ts_error *err)
+{
+	int r = store_open(root, false, s, err);
+
+	if (r < 0)
+		return r;
+	s->lock = openat(s->fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (s->lock < 0)
+		return ts_err_errno(err, -errno, "open `%s/lock`", s->dir);
+	while (flock(s->lock, LOCK_SH) < 0)
+		if (errno != EINTR)
+			return ts_err_errno(err, -errno, "lock `%s/lock`", s->dir);
 	return 0;
 }
 
@@ -1385,6 +1403,135 @@ out:
 	return r;
 }
 
+int ts_oci_import_tar(const char *root, const char *tar, const char *name, const char *source,
+		      const char *created_by, uint64_t max_bytes,
+		      void (*warn)(void *userdata, const char *msg), void *userdata, char *digest,
+		      size_t len, struct ts_error *err)
+{
+	struct store s;
+	struct import im = { .s = &s, .warn = warn, .userdata = userdata, .max_bytes = max_bytes };
+	_cleanup_free_ char *ctext = NULL, *mtext = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	json_t *cfg = NULL, *man = NULL;
+	char hex[65], chex[65], mhex[65], when[32];
+	uint64_t size;
+	time_t now = time(NULL);
+	struct tm tm;
+	int r;
+
+	s.fd = s.lock = -EBADF;
+	fd = open(tar, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open `%s`", tar);
+	r = import_begin(&im, root, name, NULL, err);
+	if (r < 0)
+		goto out;
+	/* an uncompressed layer: its digest is its diff_id */
+	r = hash_copy(fd, -1, max_bytes ? max_bytes : 16ULL << 30, hex, &size);
+	if (r < 0) {
+		r = r == -EFBIG ? ts_err(err, r, "`%s` is larger than the layer bound", tar)
+				: ts_err_errno(err, r, "read `%s`", tar);
+		goto out;
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		r = ts_err_errno(err, -errno, "seek `%s`", tar);
+		goto out;
+	}
+	r = add_layer(&im, fd, hex, err);
+	if (r < 0)
+		goto out;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cfg = json_pack("{s:s,s:s,s:s,s:{s:[s]},s:{s:s,s:[s+]},s:[{s:s,s:s}]}", "architecture",
+			OCI_ARCH, "os", "linux", "created", when, "config", "Env",
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"rootfs", "type", "layers", "diff_ids", "sha256:", hex, "history",
+			"created", when, "created_by", created_by);
+	ctext = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (!ctext) {
+		r = ts_err(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	sha256_hex_of(ctext, chex);
+	man = json_pack("{s:i,s:s,s:{s:s,s:s+,s:I},s:[{s:s,s:s+,s:I}]}", "schemaVersion", 2,
+			"mediaType", "application/vnd.oci.image.manifest.v1+json", "config",
+			"mediaType", "application/vnd.oci.image.config.v1+json", "digest",
+			"sha256:", chex, "size", (json_int_t)strlen(ctext), "layers", "mediaType",
+			"application/vnd.oci.image.layer.v1.tar", "digest", "sha256:", hex, "size",
+			(json_int_t)size);
+	mtext = man ? json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (!mtext) {
+		r = ts_err(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	sha256_hex_of(mtext, mhex);
+	if ((r = keep_blob(&s, mhex, mtext, err)) < 0 || (r = keep_blob(&s, chex, ctext, err)) < 0)
+		goto out;
+	r = record(&im, name, source, mhex, chex, err);
+	if (r == 0)
+		snprintf(digest, len, "sha256:%s", mhex);
+out:
+	json_decref(cfg);
+	json_decref(man);
+	json_decref(im.layers);
+	store_close(&s);
+	return r;
+}
+
+int ts_oci_workdir(const char *root, const char *prefix, char *path, size_t len,
+		   struct ts_error *err)
+{
+	struct store s;
+	char name[64];
+	int fd, r;
+
+	if (strlen(prefix) > 32 || strchr(prefix, '/'))
+		return ts_err(err, -EINVAL, "bad work directory prefix `%s`", prefix);
+	/* created under the store's lock, so no sweep sees it unlocked */
+	r = store_open(root, true, &s, err);
+	if (r < 0) {
+		store_close(&s);
+		return r;
+	}
+	for (int tries = 0;; tries++) {
+		char id[TS_ID_LEN + 1];
+
+		if ((r = ts_id_new(id, err)) < 0)
+			goto out;
+		snprintf(name, sizeof(name), "tmp/%s-%s", prefix, id);
+		if (mkdirat(s.fd, name, 0700) == 0)
+			break;
+		if (errno != EEXIST || tries > 8) {
+			r = ts_err_errno(err, -errno, "create `%s/%s`", s.dir, name);
+			goto out;
+		}
+	}
+	/* a regular file, not the directory: the fd may be handed to the processes that work
+	 * there (so the lock lasts as long as they do), and a directory fd would be a way out
+	 * of a chroot made in it */
+	{
+		char lock[128];
+
+		snprintf(lock, sizeof(lock), "%s/.lock", name);
+		fd = openat(s.fd, lock, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = ts_err_errno(err, -errno, "lock `%s/%s`", s.dir, name);
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	if ((size_t)snprintf(path, len, "%s/%s", s.dir, name) >= len) {
+		close(fd);
+		r = ts_err(err, -ENAMETOOLONG, "image store path too long");
+		goto out;
+	}
+	r = fd;
+out:
+	store_close(&s);
+	return r;
+}
+
 static int lookup(struct store *s, const char *name, json_t **idx, json_t **entry,
 		  struct ts_error *err)
 {
@@ -1495,29 +1642,24 @@ out:
 	return r;
 }
 
-int ts_oci_env(const char *root, const char *name, char *buf, size_t len, size_t *used,
-	       struct ts_error *err)
+/* The Env of the image entry e (its config blob in the store), as ts_oci_env gives it. */
+static int entry_env(struct store *s, const char *name, json_t *e, char *buf, size_t len,
+		     size_t *used, struct ts_error *err)
 {
 	static const char *const ours[] = { "HOME", "USER", "LOGNAME", "TERM" };
-	struct store s;
-	json_t *idx = NULL, *e, *cfg = NULL, *v;
 	_cleanup_free_ char *text = NULL;
+	json_t *cfg = NULL, *v;
 	const char *hex;
 	char path[128];
 	size_t i, count = 0;
-	int r = store_open(root, false, &s, err);
 
 	*used = 0;
-	if (r < 0 || (r = lookup(&s, name, &idx, &e, err)) < 0)
-		goto out;
 	hex = digest_hex(json_string_value(json_object_get(e, "config")));
 	if (!hex || blob_path(hex, path, sizeof(path)) < 0 ||
-	    ts_read_file_at(s.fd, path, MAX_JSON, &text, NULL) < 0 ||
-	    !(cfg = json_loads(text, 0, NULL))) {
-		r = ts_err(err, -EBADMSG, "image `%s`: its config blob is missing in `%s`", name,
-			   s.dir);
-		goto out;
-	}
+	    ts_read_file_at(s->fd, path, MAX_JSON, &text, NULL) < 0 ||
+	    !(cfg = json_loads(text, 0, NULL)))
+		return ts_err(err, -EBADMSG, "image `%s`: its config blob is missing in `%s`", name,
+			      s->dir);
 	json_array_foreach(json_object_get(json_object_get(cfg, "config"), "Env"), i, v) {
 		const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
 		char n[256];
@@ -1534,9 +1676,21 @@ int ts_oci_env(const char *root, const char *name, char *buf, size_t len, size_t
 		*used += strlen(kv) + 1;
 		count++;
 	}
-out:
-	json_decref(idx);
 	json_decref(cfg);
+	return 0;
+}
+
+int ts_oci_env(const char *root, const char *name, char *buf, size_t len, size_t *used,
+	       struct ts_error *err)
+{
+	struct store s;
+	json_t *idx = NULL, *e;
+	int r = store_open(root, false, &s, err);
+
+	*used = 0;
+	if (r == 0 && (r = lookup(&s, name, &idx, &e, err)) == 0)
+		r = entry_env(&s, name, e, buf, len, used, err);
+	json_decref(idx);
 	store_close(&s);
 	return r;
 }
@@ -1570,8 +1724,31 @@ int ts_oci_rm(const char *root, const char *name, struct ts_error *err)
 	return r;
 }
 
+/*
+ * Is someone holding a flock(2) on dirfd/name? A build in progress holds its tmp/ entry
+ * exclusively, a running one-shot sandbox each of its layer directories shared
+ * (ts_oci_use): neither may be removed under it. The lock dies with its holder, so a killed
+ * build's leftovers are free to go.
+ */
+static bool entry_busy(int dirfd, const char *name)
+{
+	_cleanup_close_ int fd =
+		openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	_cleanup_close_ int lock = -EBADF;
+
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK;
+	/* a work directory is held through its .lock file (ts_oci_workdir) */
+	lock = openat(fd, ".lock", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK;
+	return false; /* the locks go with the fds */
+}
+
 /* Remove the entries of dirfd/sub whose names are not in keep (a JSON object used as a
- * set); count them and their disk use. */
+ * set) and that nobody holds a lock on (entry_busy); count them and their disk use. */
 static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size_t *removed)
 {
 	_cleanup_close_ int fd =
@@ -1587,7 +1764,7 @@ static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (keep && json_object_get(keep, de->d_name))
+		if ((keep && json_object_get(keep, de->d_name)) || entry_busy(fd, de->d_name))
 			continue;
 		*freed += du_at(fd, de->d_name, 0);
 		if (ts_rm_rf_at(fd, de->d_name) == 0)
@@ -1597,33 +1774,65 @@ static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size
 	return 0;
 }
 
+/* Add the layer keys and blobs of entry e (an index entry or a pin) to the keep sets. */
+static void keep_entry(json_t *e, json_t *layers, json_t *blobs)
+{
+	const char *m = digest_hex(json_string_value(json_object_get(e, "digest")));
+	const char *c = digest_hex(json_string_value(json_object_get(e, "config")));
+	size_t i;
+	json_t *l;
+
+	if (m)
+		json_object_set_new(blobs, m, json_true());
+	if (c)
+		json_object_set_new(blobs, c, json_true());
+	json_array_foreach(json_object_get(e, "layers"), i, l) {
+		const char *k = json_string_value(json_object_get(l, "key"));
+
+		if (k && hex64(k))
+			json_object_set_new(layers, k, json_true());
+	}
+}
+
+/*
+ * What the durable sandboxes of root use: each records at create the layers of its image
+ * (spec `image_pin`, ts_oci_pin), running or stopped, whatever became of the name. Read
+ * under the store's exclusive lock: a create holds it shared from its pin until its record
+ * is in state.db, so none is missed.
+ */
+static int keep_pinned(const char *root, json_t *layers, json_t *blobs, struct ts_error *err)
+{
+	_cleanup_(ts_store_closep) struct ts_store *st = NULL;
+	struct ts_sandbox_rec *recs = NULL;
+	size_t n = 0;
+	int r = ts_store_open(&st, root, err);
+
+	if (r < 0 || (r = ts_store_list(st, &recs, &n, err)) < 0)
+		return ts_err_prefix(err, r, "the sandboxes' images (nothing pruned)");
+	for (size_t i = 0; i < n; i++) {
+		json_t *spec = json_loads(recs[i].spec ? recs[i].spec : "{}", 0, NULL);
+
+		keep_entry(json_object_get(spec, "image_pin"), layers, blobs);
+		json_decref(spec);
+	}
+	ts_sandbox_recs_free(recs, n);
+	return 0;
+}
+
 int ts_oci_prune(const char *root, uint64_t *freed, size_t *removed, struct ts_error *err)
 {
 	struct store s;
-	json_t *idx = NULL, *e, *layers = json_object(), *blobs = json_object(), *l;
+	json_t *idx = NULL, *e, *layers = json_object(), *blobs = json_object();
 	const char *name;
-	size_t i;
 	int r = store_open(root, true, &s, err);
 
 	*freed = 0;
 	*removed = 0;
-	if (r < 0 || (r = read_index(&s, &idx, err)) < 0)
+	if (r < 0 || (r = read_index(&s, &idx, err)) < 0 ||
+	    (r = keep_pinned(root, layers, blobs, err)) < 0)
 		goto out;
-	json_object_foreach(json_object_get(idx, "images"), name, e) {
-		const char *m = digest_hex(json_string_value(json_object_get(e, "digest")));
-		const char *c = digest_hex(json_string_value(json_object_get(e, "config")));
-
-		if (m)
-			json_object_set_new(blobs, m, json_true());
-		if (c)
-			json_object_set_new(blobs, c, json_true());
-		json_array_foreach(json_object_get(e, "layers"), i, l) {
-			const char *k = json_string_value(json_object_get(l, "key"));
-
-			if (k)
-				json_object_set_new(layers, k, json_true());
-		}
-	}
+	json_object_foreach(json_object_get(idx, "images"), name, e)
+		keep_entry(e, layers, blobs);
 	if ((r = sweep(s.fd, "layers/sha256", layers, freed, removed)) < 0 ||
 	    (r = sweep(s.fd, "diffids", layers, &(uint64_t){ 0 }, &(size_t){ 0 })) < 0 ||
 	    (r = sweep(s.fd, "blobs/sha256", blobs, freed, removed)) < 0 ||
@@ -1637,46 +1846,138 @@ out:
 	return r;
 }
 
+/* The layer directories of the image entry e, top first, into lowers (max entries); with
+ * hold, each also opened and flock'ed shared into hold[] (*n_hold of them). */
+static int entry_lowers(struct store *s, const char *name, json_t *e, char (*lowers)[4096],
+			size_t max, size_t *n, int *hold, size_t *n_hold, struct ts_error *err)
+{
+	json_t *ls = json_object_get(e, "layers");
+	size_t count = json_array_size(ls);
+
+	*n = 0;
+	if (count == 0 || count > max)
+		return ts_err(err, -E2BIG, "image `%s` has %zu layers (1 to %zu can be stacked)",
+			      name, count, max);
+	for (size_t i = 0; i < count; i++) {
+		const char *k = json_string_value(json_object_get(json_array_get(ls, i), "key"));
+		char *dst = lowers[count - 1 - i];
+		int fd;
+
+		if (!k || !hex64(k))
+			return ts_err(err, -EBADMSG, "image `%s`: a damaged layer entry", name);
+		if ((size_t)snprintf(dst, 4096, "%.3900s/layers/sha256/%s", s->dir, k) >= 4096)
+			return ts_err(err, -ENAMETOOLONG, "image store path too long");
+		fd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return ts_err_errno(err, -errno,
+					    "image `%s`: layer `%s` (import the image again)", name,
+					    dst);
+		if (!hold) {
+			close(fd);
+			continue;
+		}
+		/* shared: any number of sandboxes, never under a prune (entry_busy) */
+		if (flock(fd, LOCK_SH) < 0) {
+			int r = ts_err_errno(err, -errno, "lock layer `%s`", dst);
+
+			close(fd);
+			return r;
+		}
+		hold[(*n_hold)++] = fd;
+	}
+	*n = count;
+	return 0;
+}
+
 int ts_oci_lowers(const char *root, const char *name, char (*lowers)[4096], size_t max, size_t *n,
 		  struct ts_error *err)
 {
 	struct store s;
-	json_t *idx = NULL, *e, *ls;
-	size_t count;
+	json_t *idx = NULL, *e;
 	int r = store_open(root, false, &s, err);
 
 	*n = 0;
-	if (r < 0 || (r = lookup(&s, name, &idx, &e, err)) < 0)
-		goto out;
-	ls = json_object_get(e, "layers");
-	count = json_array_size(ls);
-	if (count == 0 || count > max) {
-		r = ts_err(err, -E2BIG, "image `%s` has %zu layers (1 to %zu can be stacked)", name,
-			   count, max);
-		goto out;
-	}
-	for (size_t i = 0; i < count; i++) {
-		const char *k = json_string_value(json_object_get(json_array_get(ls, i), "key"));
-		char *dst = lowers[count - 1 - i];
-
-		if (!k || !hex64(k)) {
-			r = ts_err(err, -EBADMSG, "image `%s`: a damaged layer entry", name);
-			goto out;
-		}
-		if ((size_t)snprintf(dst, 4096, "%.3900s/layers/sha256/%s", s.dir, k) >= 4096) {
-			r = ts_err(err, -ENAMETOOLONG, "image store path too long");
-			goto out;
-		}
-		if (access(dst, F_OK) < 0) {
-			r = ts_err_errno(err, -errno,
-					 "image `%s`: layer `%s` (import the image again)", name,
-					 dst);
-			goto out;
-		}
-	}
-	*n = count;
-out:
+	if (r == 0 && (r = lookup(&s, name, &idx, &e, err)) == 0)
+		r = entry_lowers(&s, name, e, lowers, max, n, NULL, NULL, err);
 	json_decref(idx);
 	store_close(&s);
 	return r;
+}
+
+#define MAX_PIN 16384 /* 14 layers of two digests each, a name */
+
+int ts_oci_pin(const char *root, const char *name, char **ret, int *lock, struct ts_error *err)
+{
+	struct store s;
+	json_t *idx = NULL, *e, *pin = NULL;
+	char lowers[TS_OCI_MAX_LAYERS][4096];
+	size_t n;
+	int r = store_open_shared(root, &s, err);
+
+	*ret = NULL;
+	*lock = -EBADF;
+	if (r < 0 || (r = lookup(&s, name, &idx, &e, err)) < 0)
+		goto out;
+	/* a pin of an image whose layers are all there */
+	r = entry_lowers(&s, name, e, lowers, TS_OCI_MAX_LAYERS, &n, NULL, NULL, err);
+	if (r < 0)
+		goto out;
+	pin = json_pack("{s:s,s:O,s:O,s:O}", "name", name, "digest", json_object_get(e, "digest"),
+			"config", json_object_get(e, "config"), "layers",
+			json_object_get(e, "layers"));
+	*ret = pin ? json_dumps(pin, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (!*ret || strlen(*ret) >= MAX_PIN) {
+		free(*ret);
+		*ret = NULL;
+		r = ts_err(err, -ENOMEM, "image `%s`: cannot record its layers", name);
+		goto out;
+	}
+	*lock = TAKE_FD(s.lock);
+out:
+	json_decref(pin);
+	json_decref(idx);
+	store_close(&s);
+	return r;
+}
+
+int ts_oci_use(const char *root, const char *name, const char *pin, struct ts_oci_use *u,
+	       struct ts_error *err)
+{
+	struct store s;
+	json_t *idx = NULL, *e = NULL, *pj = NULL;
+	const char *shown = name;
+	int r;
+
+	u->n = u->env_used = u->n_hold = 0;
+	r = store_open_shared(root, &s, err);
+	if (r < 0)
+		goto out;
+	if (pin) {
+		pj = strlen(pin) < MAX_PIN ? json_loads(pin, 0, NULL) : NULL;
+		if (!json_is_object(pj) || !json_is_array(json_object_get(pj, "layers"))) {
+			r = ts_err(err, -EBADMSG, "image `%s`: a damaged record of its layers",
+				   name);
+			goto out;
+		}
+		e = pj;
+	} else if ((r = lookup(&s, name, &idx, &e, err)) < 0) {
+		goto out;
+	}
+	r = entry_lowers(&s, shown, e, u->lowers, u->max, &u->n, u->hold, &u->n_hold, err);
+	if (r == 0)
+		r = entry_env(&s, shown, e, u->env, u->env_len, &u->env_used, err);
+	if (r < 0)
+		ts_oci_use_release(u);
+out:
+	json_decref(pj);
+	json_decref(idx);
+	store_close(&s);
+	return r;
+}
+
+void ts_oci_use_release(struct ts_oci_use *u)
+{
+	for (size_t i = 0; i < u->n_hold; i++)
+		close(u->hold[i]);
+	u->n_hold = 0;
 }

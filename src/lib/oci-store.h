@@ -13,7 +13,12 @@
  *   tmp/                  work in progress: a layer is unpacked into tmp/ and renamed into
  *                         layers/ when complete, so a killed import leaves no half layer in
  *                         use (only a tmp/ entry, removed by the next import or prune)
- *   lock                  flock(2): imports, rm and prune take it exclusively
+ *   lock                  flock(2): imports, builds' imports, rm and prune take it
+ *                         exclusively; a durable sandbox's pin (ts_oci_pin) and a
+ *                         sandbox's use of an image (ts_oci_use) shared
+ * prune keeps what a name, a durable sandbox's pin (state.db, spec `image_pin`) or a running
+ * sandbox (a shared flock on each layer directory it stacks) uses, and any tmp/ entry
+ * someone holds a flock on (a build in progress, ts_oci_workdir).
  * Every blob is checked against its sha256 digest (and its size) before use, and each
  * layer, decompressed, against its config's diff_id: a mismatch is refused. The layer blobs are not kept once unpacked.
  */
@@ -76,6 +81,26 @@ struct ts_oci_pull_opts {
 int ts_oci_pull(const char *root, const char *ref, const char *name,
 		const struct ts_oci_pull_opts *o, char *digest, size_t len, struct ts_error *err);
 
+/*
+ * Import the uncompressed tar file tar (a root file system, e.g. mmdebstrap's) as the
+ * one-layer image name: its layer unpacked as any image layer (oci-layer.h), a config
+ * (this architecture, linux, PATH, created_by in its history) and a manifest made for it;
+ * source is what `image ls` shows. An existing name is replaced. 0 or -errno.
+ */
+int ts_oci_import_tar(const char *root, const char *tar, const char *name, const char *source,
+		      const char *created_by, uint64_t max_bytes,
+		      void (*warn)(void *userdata, const char *msg), void *userdata, char *digest,
+		      size_t len, struct ts_error *err);
+
+/*
+ * A new work directory tmp/PREFIX-<random> of the store (path: its absolute path), held
+ * through the returned fd of its file `.lock` with an exclusive flock(2): no sweep (import,
+ * prune) removes it until that fd and every copy of it (in child processes too) are
+ * closed; afterwards it is a leftover they remove. The fd or -errno.
+ */
+int ts_oci_workdir(const char *root, const char *prefix, char *path, size_t len,
+		   struct ts_error *err);
+
 /* [{name, digest, layers, size, source}] of the store's images, sorted by name. */
 int ts_oci_list(const char *root, json_t **ret, struct ts_error *err);
 
@@ -94,12 +119,43 @@ int ts_oci_env(const char *root, const char *name, char *buf, size_t len, size_t
 /* Does the store have an image called name? */
 bool ts_oci_has(const char *root, const char *name);
 
-/* Forget name (its layers stay until prune). -ENOENT for an unknown name. */
+/* Forget name (its layers stay until prune, and after it while a sandbox uses them).
+ * -ENOENT for an unknown name. */
 int ts_oci_rm(const char *root, const char *name, struct ts_error *err);
 
-/* Remove the layers and blobs no name refers to, and tmp/. *freed: bytes on disk. */
+/* Remove the layers and blobs no name, durable sandbox or running sandbox uses, and what
+ * nobody holds in tmp/. *freed: bytes on disk. */
 int ts_oci_prune(const char *root, uint64_t *freed, size_t *removed, struct ts_error *err);
 
 /* The layer directories of name, top first, into lowers (max entries). 0 or -errno. */
 int ts_oci_lowers(const char *root, const char *name, char (*lowers)[4096], size_t max, size_t *n,
 		  struct ts_error *err);
+
+/*
+ * Pin the image name for a durable sandbox: *ret (malloc'ed) is the JSON text {name,
+ * digest, config, layers: [{digest, key}]} to record in its spec; prune keeps what a pin
+ * names, so the sandbox keeps its layers after `image rm`. *lock is the store's lock held
+ * shared: close it once the pin is in state.db (a prune waits for it, and then sees the
+ * pin). 0 or -errno (-ENOENT: no such image).
+ */
+int ts_oci_pin(const char *root, const char *name, char **ret, int *lock, struct ts_error *err);
+
+/* An image to stack, filled by ts_oci_use: the caller gives the arrays and their sizes. */
+struct ts_oci_use {
+	char (*lowers)[4096]; /* the layer directories, top first */
+	size_t max, n;
+	char *env; /* its config's Env, as ts_oci_env */
+	size_t env_len, env_used;
+	int *hold; /* max entries: each layer directory, flock'ed shared (NULL: not held) */
+	size_t n_hold;
+};
+
+/*
+ * The layers and Env of the image name, or of pin (ts_oci_pin's text; wins over the name,
+ * which is then only shown), resolved under the store's lock taken shared. With u->hold,
+ * each layer directory stays open with a shared flock(2) that prune respects until
+ * ts_oci_use_release. 0 or -errno.
+ */
+int ts_oci_use(const char *root, const char *name, const char *pin, struct ts_oci_use *u,
+	       struct ts_error *err);
+void ts_oci_use_release(struct ts_oci_use *u);

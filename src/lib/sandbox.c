@@ -22,6 +22,7 @@
 #include "hostcheck.h"
 #include "idmap-plan.h"
 #include "launch.h"
+#include "oci-store.h"
 #include "paths.h"
 #include "syscall.h"
 #include "util.h"
@@ -34,7 +35,7 @@
 
 /* What create was asked, resolved (env values taken from the host now), as JSON: start
  * rebuilds the same sandbox from it. */
-static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_ws)
+static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_ws, const char *pin)
 {
 	json_t *spec = json_object(), *env = json_array();
 	char *out;
@@ -53,6 +54,9 @@ static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_
 		}
 	}
 	json_object_set_new(spec, "image", o->image ? json_string(o->image) : json_null());
+	/* an image of the store: its layers as they are now, whatever becomes of the name */
+	if (pin)
+		json_object_set_new(spec, "image_pin", json_loads(pin, 0, NULL));
 	json_object_set_new(spec, "policy",
 			    o->policy_file ? json_string(o->policy_file) : json_null());
 	json_object_set_new(spec, "env", env);
@@ -157,7 +161,7 @@ static bool spec_with_root(json_t *spec)
 /* The run options and policy a record's spec describes. */
 static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *o,
 			  struct ts_policy *pol, struct ts_paths *paths, char *image,
-			  size_t image_len, struct ts_error *err)
+			  size_t image_len, char **pin, struct ts_error *err)
 {
 	json_error_t jerr;
 	json_t *spec = json_loads(rec->spec ? rec->spec : "{}", 0, &jerr), *v;
@@ -203,6 +207,15 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 	if (json_is_string(v)) {
 		snprintf(image, image_len, "%s", json_string_value(v));
 		o->image = image;
+		v = json_object_get(spec, "image_pin");
+		if (json_is_object(v)) {
+			*pin = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+			if (!*pin) {
+				r = ts_err(err, -ENOMEM, "out of memory");
+				goto out;
+			}
+			o->image_pin = *pin;
+		}
 	}
 	o->as_root = spec_user_root(spec);
 	o->with_root = spec_with_root(spec);
@@ -320,6 +333,7 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec,
 	struct ts_policy pol;
 	struct ts_paths paths;
 	char image[4096];
+	_cleanup_free_ char *pin = NULL;
 	pid_t init = 0;
 	int r;
 
@@ -340,7 +354,7 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec,
 	/* left by an init that died (kill -9, OOM, reboot): the name is about to be reused */
 	remove_cgroups(rec);
 	ts_policy_init(&pol);
-	r = opts_from_spec(rec, &o, &pol, &paths, image, sizeof(image), err);
+	r = opts_from_spec(rec, &o, &pol, &paths, image, sizeof(image), &pin, err);
 	o.hooks = hooks;
 	if (r >= 0)
 		r = ts_launch_durable(&o, &init, err);
@@ -361,6 +375,8 @@ static int create_rec(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 	_cleanup_(ts_store_closep) struct ts_store *st = NULL;
 	char ws[4096];
 	bool own_ws = !o->workspace;
+	_cleanup_free_ char *pin = NULL;
+	_cleanup_close_ int pin_lock = -EBADF;
 	int r;
 
 	memset(rec, 0, sizeof(*rec));
@@ -382,7 +398,11 @@ static int create_rec(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 			return ts_err(err, -ENAMETOOLONG, "workspace path too long");
 	}
 	snprintf(rec->workspace, sizeof(rec->workspace), "%s", ws);
-	rec->spec = spec_json(o, ws, own_ws);
+	/* the store's lock stays shared until the record is in (ts_oci_pin) */
+	if (o->image && o->image[0] != '/' &&
+	    (r = ts_oci_pin(paths.root, o->image, &pin, &pin_lock, err)) < 0)
+		return r;
+	rec->spec = spec_json(o, ws, own_ws, pin);
 	rec->labels = labels_json(o->labels, err);
 	if (!rec->spec || !rec->labels)
 		return rec->labels ? ts_err(err, -ENOMEM, "build spec") : -EINVAL;
@@ -400,6 +420,8 @@ static int create_rec(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 	r = ts_store_insert(st, rec, err);
 	if (r < 0)
 		return r;
+	if (pin_lock >= 0)
+		close(TAKE_FD(pin_lock));
 	r = ts_sandbox_start(st, rec, o->hooks, err);
 	if (r < 0) {
 		/* as if never attempted: the record and what start made go again */

@@ -614,8 +614,10 @@ static void handle_create(void *ctx, struct ts_req *req)
 	if (control_auth(srv, req) < 0 || !(b = body_object(req)) || !create_body_ok(req, b))
 		return;
 	tpl = json_string_value(json_object_get(b, "templateID"));
-	/* "base" is the default image, any other template an image of the local store
-	 * (`image pull`, `image import`); never a host path from the network */
+	/* "base" is the default image (the local image `base` when the store has one, else the
+	 * host's: the backend decides), any other template an image of the local store (`image
+	 * pull`, `image import`, or a registry reference pulled first); never a host path from
+	 * the network */
 	if (tpl && *tpl && strcmp(tpl, "base") != 0) {
 		char shown[80];
 
@@ -643,6 +645,8 @@ static void handle_create(void *ctx, struct ts_req *req)
 		goto oom;
 	o.envs = envs;
 	o.metadata = meta;
+	if (!o.template_id)
+		o.template_id = "base";
 	/* a `network` object asks for egress (issue 11): the local sandbox's, which never
 	 * reaches private addresses; host names in allowOut are applied (allow_out_names), its
 	 * other rules (address allowOut, denyOut, ...) are stored and echoed, not applied.

@@ -9,7 +9,9 @@ whiteout and an opaque directory of an upper layer hide the lower layer's files;
 multi-arch index yields this machine's architecture; a corrupted blob is refused; hostile
 layers (`..` and absolute names, a symlink out, hard links out, a device, setuid bits, an
 oversized entry, a tar bomb) are refused or neutralised and nothing lands outside;
-`image ls`, `inspect`, `rm`, `prune`.
+`image ls`, `inspect`, `rm`, `prune`; prune never deletes what a sandbox uses (a stopped
+durable sandbox starts after `image rm` + `prune` of its image; a running one-shot sandbox
+keeps reading its files).
 
 TAP on stdout. Env: TS_CLI (the toren-sandbox binary), TOREN_SANDBOX_ROOT.
 """
@@ -438,16 +440,51 @@ def run_tests(work):
     r = ts("run", "--image", "nosuch", "--", "/bin/true")
     t(r.returncode != 0 and "no image `nosuch`" in r.stderr, "run --image of an unknown name fails") \
         or diag(r.stderr)
+    # 9. what sandboxes use outlives `image rm` + `image prune`: a stopped durable sandbox
+    # (its spec pins the layers at create) and a running one-shot one (it holds its layers)
+    def layer_dirs(name):
+        r = ts("image", "inspect", name)
+        return [l["path"] for l in json.loads(r.stdout)["layers"]] if r.returncode == 0 else []
+    bb2_dirs, multi_dirs = layer_dirs("bb2"), layer_dirs("multi")
+    r = ts("create", "--image", "bb2")
+    keep = r.stdout.strip()
+    t(r.returncode == 0 and keep and ts("stop", keep).returncode == 0,
+      "a durable sandbox from bb2, stopped") or diag(r.stderr)
+    run = subprocess.Popen([cli, "run", "--image", "multi", "--", "/bin/sh", "-c",
+                            "echo up; read x; cat /arch"], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    up = run.stdout.readline().strip()
+    t(up == "up", "a one-shot sandbox from multi, running") or diag(up)
     layers_before = set(os.listdir(f"{root}/images/oci/layers/sha256"))
     r = ts("image", "rm", "bb2", "bb1", "multi", "hostile", "dock")
     t(r.returncode == 0 and ts("image", "ls", "--json").stdout.strip() == "[]",
-      "image rm forgets the names") or diag(r.stderr)
+      "image rm forgets the names, also of images in use") or diag(r.stderr)
     t(set(os.listdir(f"{root}/images/oci/layers/sha256")) == layers_before,
       "their layers stay until prune")
     r = ts("image", "prune")
+    t(r.returncode == 0 and bb2_dirs and all(os.path.isdir(d) for d in bb2_dirs),
+      "image prune keeps the layers a stopped durable sandbox was created from") \
+        or diag(r.stdout + r.stderr + str(bb2_dirs))
+    t(multi_dirs and all(os.path.isdir(d) for d in multi_dirs),
+      "and the layers a running one-shot sandbox stacks") or diag(multi_dirs)
+    t(len(os.listdir(f"{root}/images/oci/layers/sha256")) == len(set(bb2_dirs + multi_dirs)),
+      "and deletes the others") or diag(os.listdir(f"{root}/images/oci/layers/sha256"))
+    out, _ = run.communicate("go\n", timeout=60)
+    t(run.returncode == 0 and out.strip() == ARCH,
+      "the one-shot sandbox still reads its image's files after the prune") or diag(out)
+    if keep:
+        r = ts("start", keep)
+        t(r.returncode == 0, "the durable sandbox starts after its image was removed and pruned") \
+            or diag(r.stderr)
+        r = ts("exec", keep, "--", "/bin/sh", "-c", 'cat /added.txt /keep/c; echo "$IMAGE_VAR"')
+        t(r.stdout.split("\n")[:3] == ["added", "c", "from image"],
+          "and sees its image's files and Env") or diag(r.stdout + r.stderr)
+        ts("rm", "-f", keep)
+    r = ts("image", "prune")
     t(r.returncode == 0 and os.listdir(f"{root}/images/oci/layers/sha256") == []
       and os.listdir(f"{root}/images/oci/blobs/sha256") == [],
-      "image prune deletes every unreferenced layer and blob") or diag(r.stdout + r.stderr)
+      "once the sandboxes are gone, image prune deletes every unreferenced layer and blob") \
+        or diag(r.stdout + r.stderr)
 
 
 if __name__ == "__main__":

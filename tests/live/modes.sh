@@ -48,6 +48,7 @@ cp "$build/toren-sandbox" "$build/toren-sandbox-helper" "$build/toren-sandbox-in
 [ -e "$build/toren-sandbox-sudo" ] && cp "$build/toren-sandbox-sudo" "$stage/bin/"
 [ -e "$build/toren-sandbox-proxy" ] && cp "$build/toren-sandbox-proxy" "$stage/bin/"
 cp -r "$src/policy" "$stage/policy"
+cp -r "$src/rootfs" "$stage/rootfs" # image build's recipes
 cp "$src/tests/live/"*.sh "$src/tests/live/"*.py "$stage/tests/"
 cp "$script" "$stage/tests/" # a live script kept beside what it tests (tests/server)
 [ -n "$probe" ] && cp "$probe" "$stage/probe"
@@ -60,6 +61,8 @@ esac
 envs=(TS_CLI="$stage/bin/toren-sandbox" TS_HELPER="$stage/bin/toren-sandbox-helper"
 	TS_PROBE="$stage/probe" TS_MODE="$mode" TS_STAGE="$stage"
 	TOREN_SANDBOX_ROOT="$stage/state" TOREN_SANDBOX_POLICY_DIR="$stage/policy"
+	TOREN_SANDBOX_ROOTFS_DIR="$stage/rootfs"
+	${TS_IMAGE_BUILD_USER:+TS_IMAGE_BUILD_USER=$TS_IMAGE_BUILD_USER}
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TMPDIR=/tmp
 	HOME=/tmp LANG=C.UTF-8 TERM="${TERM:-dumb}")
 case $script in *.py) interp=python3 ;; *) interp=bash ;; esac
