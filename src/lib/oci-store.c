@@ -424,6 +424,9 @@ static int verify(const struct source *src, const char *what, const char *want_h
 	return 0;
 }
 
+static int fetch_desc_at_most(struct store *s, const struct source *src, bool manifest,
+			      const char *hex, long long size, uint64_t max, struct ts_error *err);
+
 /*
  * The blob sha256:hex of the source (a manifest or index when manifest: a registry keeps
  * those apart) as a verified file in tmp/, its fd at the start: from the layout's
@@ -431,6 +434,27 @@ static int verify(const struct source *src, const char *what, const char *want_h
  */
 static int fetch_desc(struct store *s, const struct source *src, bool manifest, const char *hex,
 		      long long size, uint64_t max, struct ts_error *err)
+{
+	/* a blob is as long as its descriptor says: never more is taken in */
+	if (size >= 0 && (uint64_t)size < max) {
+		int fd;
+
+		max = (uint64_t)size;
+		fd = fetch_desc_at_most(s, src, manifest, hex, size, max, err);
+		if (fd == -EFBIG)
+			return ts_err(err, fd,
+				      "sha256:%s from `%s` is longer than the %lld bytes its "
+				      "descriptor says: it does not match its digest; refusing the "
+				      "image",
+				      hex, src->shown, size);
+		return fd;
+	}
+	return fetch_desc_at_most(s, src, manifest, hex, size, max, err);
+}
+
+/* fetch_desc, at most max bytes taken in. */
+static int fetch_desc_at_most(struct store *s, const struct source *src, bool manifest,
+			      const char *hex, long long size, uint64_t max, struct ts_error *err)
 {
 	_cleanup_close_ int out = -EBADF;
 	char got[65];

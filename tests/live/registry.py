@@ -136,6 +136,7 @@ class TokenRegistry:
         self.token = "tok-" + hashlib.sha256(os.urandom(8)).hexdigest()[:16]
         self.blob_gets = {}
         self.slow_blob = slow_blob  # a digest served slowly (for the killed pull)
+        self.pad = {}  # hex -> bytes appended when it is served (longer than its descriptor)
         self.lock = threading.Lock()
         reg = self
 
@@ -190,7 +191,7 @@ class TokenRegistry:
                     return self.send(404, b'{"errors":[{"code":"BLOB_UNKNOWN"}]}')
                 with reg.lock:
                     reg.blob_gets[h] = reg.blob_gets.get(h, 0) + 1
-                data = open(fn, "rb").read()
+                data = open(fn, "rb").read() + reg.pad.get(h, b"")
                 if reg.slow_blob and ref == reg.slow_blob:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/octet-stream")
@@ -600,6 +601,20 @@ def token_tests(work, base):
         t(r.returncode == 0 and j and j["cached"] == 1, "the next pull works (the shared base layer cached)") or diag(r.stderr)
         r = ts("run", "--image", "tok-after", "--", "/bin/sh", "-c", "wc -c < /big")
         t(r.returncode == 0 and r.stdout.strip() == str(len(big)), "and its layer is whole") or diag(r.stdout + r.stderr)
+
+        # a blob longer than its descriptor: cut off at the descriptor's size, refused
+        lay3 = images.Layout(f"{work}/tok")
+        m3 = lay3.image([base, [("long", "file", b"long\n", 0o644)]])
+        idx = json.load(open(f"{work}/tok/index.json"))
+        idx["manifests"].append(images.named(m3, "3"))
+        with open(f"{work}/tok/index.json", "w") as f:
+            json.dump(idx, f)
+        man3 = json.load(open(f"{work}/tok/blobs/sha256/{m3['digest'][7:]}"))
+        treg.pad[man3["layers"][1]["digest"][7:]] = b"\0" * (8 << 20)
+        before = layer_dirs()
+        r, j = pull(f"{host}/x/y:3", "tok-long", env=env)
+        t(r.returncode != 0 and "longer than" in r.stderr and layer_dirs() == before,
+          "a blob longer than its descriptor is refused at the descriptor's size") or diag(r.stderr)
     finally:
         treg.close()
 
