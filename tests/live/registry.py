@@ -323,6 +323,42 @@ def run_tests(work, port, data):
     t(not os.path.isdir(tmp) or not [e for e in os.listdir(tmp) if e.startswith("layer-")],
       "no half layer in tmp/")
 
+    # hostile layers through the registry: the same neutralising as an import
+    outside = f"{work}/outside"
+    os.makedirs(outside)
+    os.chmod(work, 0o755)
+    os.chmod(outside, 0o777)
+    hostile = [("../escape-dotdot", "file", b"x", 0o644),
+               (f"{outside}/abs-escape", "file", b"x", 0o644),
+               ("link", "symlink", outside, 0o777),
+               ("link/through-symlink", "file", b"x", 0o644),
+               ("hl-up", "hardlink", "../../../../etc/passwd", 0o644),
+               ("dev-null", "chr", None, 0o666),
+               ("suid", "file", b"#!/bin/sh\n", 0o4755),
+               ("kept.txt", "file", b"kept\n", 0o644)]
+    lay = images.Layout(f"{work}/hostile")
+    lay.index([images.named(lay.image([base, hostile]), "h")])
+    push(f"{work}/hostile", "h", f"{host}/test/hostile:1")
+    r, j = pull(f"{host}/test/hostile:1")
+    w = r.stderr
+    t(r.returncode == 0 and all(x in w for x in ("`../escape-dotdot`", "goes through a symbolic link",
+                                                 "`hl-up`: a hard link", "`dev-null`: a device node",
+                                                 "`suid`: cleared its setuid")),
+      "a hostile layer pulled: each bad entry neutralised and named") or diag(w)
+    t(os.listdir(outside) == [] and not os.path.exists(f"{work}/escape-dotdot"),
+      "nothing of it was written outside its layer directory") or diag(os.listdir(outside))
+    r = ts("run", "--image", f"{host}/test/hostile:1", "--", "/bin/sh", "-c",
+           "cat /kept.txt; stat -c '%a %n' /suid; ls /")
+    t(r.returncode == 0 and "kept" in r.stdout and "755 /suid" in r.stdout and "dev-null" not in r.stdout,
+      "inside: no setuid bit, no device") or diag(r.stdout + r.stderr)
+    bomb = images.Layout(f"{work}/bomb")
+    bomb.index([images.named(bomb.image([[(f"f{i}", "file", b"\0" * (1 << 20), 0o644) for i in range(12)]]), "b")])
+    push(f"{work}/bomb", "b", f"{host}/test/bomb:1")
+    before = layer_dirs()
+    r, j = pull("--max-size", "8M", f"{host}/test/bomb:1")
+    t(r.returncode != 0 and "more than" in r.stderr and layer_dirs() == before,
+      "a tar bomb (small compressed, huge unpacked) is refused past --max-size") or diag(r.stderr)
+
     # an unknown tag, an unreachable registry
     r, j = pull(f"{host}/test/two:nope")
     t(r.returncode != 0 and "404" in r.stderr, "an unknown tag: 404 named") or diag(r.stderr)
