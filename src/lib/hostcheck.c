@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "idmap-plan.h"
+#include "paths.h"
 #include "util.h"
 
 static long read_long(const char *path, long dflt)
@@ -324,6 +325,23 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 				 b == TS_NET_BACKEND_SLIRP4NETNS
 					 ? "; pasta is preferred: apt-get install passt"
 					 : "");
+		}
+	}
+	c = add(out, max, &n, "name proxy", TS_CHECK_OK);
+	if (c) {
+		struct ts_paths p;
+		struct ts_error e = { 0 };
+
+		if (ts_paths_init(&p, &e) < 0 || !p.proxy[0]) {
+			c->level = TS_CHECK_INFO;
+			snprintf(c->detail, sizeof(c->detail),
+				 "toren-sandbox-proxy not found beside the CLI: host names in "
+				 "`network.allow` are unavailable");
+			snprintf(c->fix, sizeof(c->fix),
+				 "install toren-sandbox-proxy with the CLI (meson install does)");
+		} else {
+			snprintf(c->detail, sizeof(c->detail),
+				 "host names in `network.allow` go through `%.200s`", p.proxy);
 		}
 	}
 	c = add(out, max, &n, "IPv6 egress", TS_CHECK_OK);

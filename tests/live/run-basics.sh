@@ -217,6 +217,7 @@ is "$m2" "$m1" "no mount is left in the caller's namespace"
 "$cli" doctor >"$tmp/doc" 2>&1; is $? 0 "doctor passes on this host"
 grep -q '^ok   sandbox start' "$tmp/doc"; t $? "doctor starts a real sandbox"
 grep -q '^ok   user namespaces' "$tmp/doc"; t $? "doctor checks user namespaces"
+grep -Eq "^(ok|info) +name proxy: " "$tmp/doc"; t $? "doctor says whether the name proxy is installed"
 
 # usage errors
 "$cli" run 2>/dev/null; is $? 2 "run without a command is a usage error"
