@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "oci-ref.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -90,25 +93,38 @@ static bool registry_ok(const char *r)
 	if (port) {
 		size_t n = strlen(port);
 
-		if (n == 0 || n > 5 || strspn(port, "0123456789") != n)
+		if (n == 0 || n > 5 || strspn(port, "0123456789") != n || atoi(port) < 1 ||
+		    atoi(port) > 65535)
 			return false;
 	}
 	return true;
 }
 
-static bool host_loopback(const char *r)
+bool ts_oci_host_loopback(const char *r)
 {
 	char host[256];
+	struct in_addr a4;
+	struct in6_addr a6;
 	size_t n;
 
-	if (r[0] == '[')
-		return ts_startswith(r, "[::1]");
+	if (r[0] == '[') {
+		const char *end = strchr(r, ']');
+
+		n = end ? (size_t)(end - r - 1) : 0;
+		if (!n || n >= sizeof(host))
+			return false;
+		memcpy(host, r + 1, n);
+		host[n] = '\0';
+		return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+	}
 	n = strcspn(r, ":");
 	if (n >= sizeof(host))
 		return false;
 	memcpy(host, r, n);
 	host[n] = '\0';
-	return !strcmp(host, "localhost") || ts_startswith(host, "127.");
+	/* an address, not a name that starts like one (127.evil.example) */
+	return !strcmp(host, "localhost") ||
+	       (inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127);
 }
 
 int ts_oci_ref_parse(const char *s, struct ts_oci_ref *ref, struct ts_error *err)
@@ -173,6 +189,8 @@ int ts_oci_ref_parse(const char *s, struct ts_oci_ref *ref, struct ts_error *err
 			return ts_err(err, -EINVAL, "image reference `%s`: name too long", s);
 		snprintf(ref->path, sizeof(ref->path), "%s", rest);
 	}
+	if (!ref->path[0])
+		return ts_err(err, -EINVAL, "image reference `%s`: no repository name", s);
 	for (const char *p = ref->path; *p;) {
 		size_t n = strcspn(p, "/");
 
@@ -185,7 +203,7 @@ int ts_oci_ref_parse(const char *s, struct ts_oci_ref *ref, struct ts_error *err
 		if (*p == '/' && *++p == '\0')
 			return ts_err(err, -EINVAL, "image reference `%s`: ends with `/`", s);
 	}
-	ref->loopback = host_loopback(ref->registry);
+	ref->loopback = ts_oci_host_loopback(ref->registry);
 	return 0;
 }
 

@@ -28,5 +28,8 @@ int ts_oci_ref_parse(const char *s, struct ts_oci_ref *ref, struct ts_error *err
  * has a tag, a digest or a `/`; the caller decides between the store and a pull. */
 bool ts_oci_ref_looks_remote(const char *s);
 
+/* Is host[:port] (a registry, or a URL's authority) localhost, 127.0.0.0/8 or [::1]? */
+bool ts_oci_host_loopback(const char *hostport);
+
 /* "registry/path:tag@digest" for messages and the store's `source`. */
 void ts_oci_ref_format(const struct ts_oci_ref *ref, char *buf, size_t len);

@@ -36,6 +36,7 @@ struct ts_registry {
 	char shown[600]; /* registry/path, for messages */
 	char scope[300]; /* repository:path:pull */
 	bool plain;	 /* http */
+	bool loopback;	 /* the registry is on a loopback address */
 	bool creds_ok;	 /* credentials may be sent (https, or loopback) */
 	char *basic;	 /* base64 user:password from the auth file, or NULL */
 	char *auth;	 /* the Authorization header in use, or NULL */
@@ -259,6 +260,24 @@ static bool challenge_param(const char *ch, const char *key, char *out, size_t l
 	return false;
 }
 
+/* Is the http(s) URL's host a loopback address (oci-ref.h's rule)? */
+static bool realm_loopback(const char *url)
+{
+	const char *h = strstr(url, "://");
+	char host[300];
+	size_t n;
+
+	if (!h)
+		return false;
+	h += 3;
+	n = strcspn(h, "/?#");
+	if (n >= sizeof(host))
+		return false;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	return ts_oci_host_loopback(host);
+}
+
 /* Ask the challenge's realm for a token (the bearer flow); sets r->auth. */
 static int fetch_token(struct ts_registry *r, const char *challenge, struct ts_error *err)
 {
@@ -272,8 +291,14 @@ static int fetch_token(struct ts_registry *r, const char *challenge, struct ts_e
 
 	if (!challenge_param(challenge, "realm", realm, sizeof(realm)))
 		return ts_err(err, -EPROTO, "%s: a Bearer challenge without a realm", r->shown);
-	if (!ts_startswith(realm, "https://") && !ts_startswith(realm, "http://"))
-		return ts_err(err, -EPROTO, "%s: the token realm `%.200s` is not an http(s) URL",
+	/* the realm is where the registry sends us: https, or plain http only from a
+	 * loopback registry to a loopback realm (a registry cannot point us at the http
+	 * services of the network, the metadata address included) */
+	if (!ts_startswith(realm, "https://") &&
+	    !(r->loopback && ts_startswith(realm, "http://") && realm_loopback(realm)))
+		return ts_err(err, -EPROTO,
+			      "%s: the token realm `%.200s` is not an https URL (plain http only "
+			      "from a loopback registry to a loopback realm)",
 			      r->shown, realm);
 	challenge_param(challenge, "service", service, sizeof(service));
 	if (!challenge_param(challenge, "scope", scope, sizeof(scope)))
@@ -291,10 +316,9 @@ static int fetch_token(struct ts_registry *r, const char *challenge, struct ts_e
 	body = k.buf = calloc(1, MAX_TOKEN_REPLY + 1);
 	if (!body)
 		return ts_err(err, -ENOMEM, "out of memory");
-	/* credentials go to the realm only where they would go to the registry: over https,
-	 * or to a loopback realm */
-	if (r->basic && (ts_startswith(realm, "https://") || r->creds_ok) &&
-	    asprintf(&basic, "Basic %s", r->basic) < 0)
+	/* credentials go to the realm only where they would go to the registry: never from a
+	 * plain-http registry that is not loopback, never over http but loopback to loopback */
+	if (r->basic && r->creds_ok && asprintf(&basic, "Basic %s", r->basic) < 0)
 		basic = NULL;
 	rc = get_once(r, url, NULL, basic, &k, err);
 	if (rc < 0)
@@ -311,7 +335,10 @@ static int fetch_token(struct ts_registry *r, const char *challenge, struct ts_e
 	j = json_loads(body, 0, NULL);
 	tok = json_string_value(json_object_get(j, "token"))
 		      ?: json_string_value(json_object_get(j, "access_token"));
-	if (!tok || !*tok || strlen(tok) > MAX_TOKEN_REPLY) {
+	/* it goes into a header: token68 characters only (RFC 7235) */
+	if (!tok || !*tok || strlen(tok) > MAX_TOKEN_REPLY ||
+	    strspn(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=") !=
+		    strlen(tok)) {
 		json_decref(j);
 		return ts_err(err, -EPROTO, "%s: the token service's answer has no token",
 			      r->shown);
@@ -450,12 +477,13 @@ int ts_reg_open(const struct ts_oci_ref *ref, const struct ts_reg_opts *o, struc
 		return ts_err(err, -ENOMEM, "out of memory");
 	r->o = *o;
 	r->plain = ref->loopback || o->insecure;
+	r->loopback = ref->loopback;
 	r->creds_ok = !r->plain || ref->loopback;
 	snprintf(r->base, sizeof(r->base), "%s://%s/v2/%s", r->plain ? "http" : "https",
 		 ref->api_host, ref->path);
 	snprintf(r->shown, sizeof(r->shown), "%s/%s", ref->registry, ref->path);
 	snprintf(r->scope, sizeof(r->scope), "repository:%s:pull", ref->path);
-	r->basic = load_creds(o->auth_file, ref->registry);
+	r->basic = o->no_credentials ? NULL : load_creds(o->auth_file, ref->registry);
 	r->c = curl_easy_init();
 	if (!r->c) {
 		ts_reg_free(r);

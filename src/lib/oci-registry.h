@@ -10,7 +10,8 @@
  * localhost registries), one the caller names insecure too; every other one over https
  * with the system's certificates. Credentials are sent only over https or to a loopback
  * address, never to a redirect's other host (blob downloads are often redirected to a
- * CDN). Bodies are bounded: manifests by TS_REG_MAX_MANIFEST, blobs by the caller.
+ * CDN); a token realm must be https (plain http only from a loopback registry to a
+ * loopback realm), and a token is taken only in token68 characters. Bodies are bounded: manifests by TS_REG_MAX_MANIFEST, blobs by the caller.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,6 +28,7 @@ struct ts_reg_opts {
 	bool insecure;	       /* plain http for a registry that is not on a loopback address */
 	const char *auth_file; /* NULL: $REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json, then
 				* ~/.docker/config.json (the first that exists) */
+	bool no_credentials;   /* send none, whatever the auth file has (serve's pulls) */
 	/* bytes of the current blob so far (called often: throttle the drawing) */
 	void (*progress)(void *userdata, uint64_t bytes);
 	void *userdata;

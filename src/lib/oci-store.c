@@ -88,8 +88,10 @@ static int store_open_waiting(const char *root, bool create, struct store *s,
 	if (s->fd < 0)
 		return ts_err_errno(err, -errno, "open image store `%s`", s->dir);
 	if (create) {
-		static const char *const sub[] = { "blobs",	    "blobs/sha256", "layers",
-						   "layers/sha256", "diffids",	    "tmp" };
+		static const char *const sub[] = { "blobs",   "blobs/sha256",
+						   "layers",  "layers/sha256",
+						   "diffids", "pulls",
+						   "tmp" };
 
 		for (size_t i = 0; i < ELEMENTSOF(sub); i++)
 			if (mkdirat(s->fd, sub[i], 0700) < 0 && errno != EEXIST)
@@ -546,6 +548,11 @@ static int fetch_json(struct store *s, const struct source *src, bool manifest, 
 			break;
 		len += (size_t)n;
 	}
+	/* the text is kept by its strlen: a NUL inside would cut it off its digest */
+	if (memchr(*text, '\0', len))
+		return ts_err(err, -EBADMSG,
+			      "sha256:%s in `%s` holds a NUL byte; refusing the image", hex,
+			      src->shown);
 	*ret = json_loads(*text, JSON_REJECT_DUPLICATES, &jerr);
 	if (!*ret || !json_is_object(*ret)) {
 		json_decref(*ret);
@@ -662,6 +669,7 @@ struct import {
 	struct ts_oci_progress prog;
 	uint64_t blob_base; /* prog.bytes_done before the layer in flight */
 	bool in_layer;	    /* a layer is being downloaded (not a manifest or config) */
+	bool relock;	    /* a pull: the store's lock is taken again only to unpack */
 };
 
 static void tell(struct import *im, enum ts_oci_phase phase)
@@ -936,13 +944,13 @@ static int record(struct import *im, const char *name, const char *source, const
 
 /* The layer i of the manifest (descriptor l, diff_id want) on top of im->layers: skipped
  * when a layer with its key is unpacked already, else fetched, checked and unpacked. */
-static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff,
+static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff, int fetched,
 			    struct ts_error *err)
 {
 	const char *lhex = digest_hex(json_string_value(json_object_get(l, "digest")));
 	const char *want = digest_hex(json_string_value(diff));
 	json_t *size = json_object_get(l, "size");
-	_cleanup_close_ int fd = -EBADF;
+	_cleanup_close_ int fd = fetched; /* downloaded before the lock was taken, or -EBADF */
 	char key[65], got[65];
 	int r;
 
@@ -972,15 +980,18 @@ static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff
 			return push_layer(im, lhex, key, err);
 		}
 	}
-	im->blob_base = im->prog.bytes_done;
-	im->in_layer = true;
-	fd = fetch_desc(im->s, &im->src, false, lhex,
-			json_is_integer(size) ? json_integer_value(size) : -1, 64ULL << 30, err);
-	im->in_layer = false;
-	if (fd < 0)
-		return fd;
-	if (json_is_integer(size))
-		im->prog.bytes_done = im->blob_base + (uint64_t)json_integer_value(size);
+	if (fd < 0) {
+		im->blob_base = im->prog.bytes_done;
+		im->in_layer = true;
+		fd = fetch_desc(im->s, &im->src, false, lhex,
+				json_is_integer(size) ? json_integer_value(size) : -1, 64ULL << 30,
+				err);
+		im->in_layer = false;
+		if (fd < 0)
+			return fd;
+		if (json_is_integer(size))
+			im->prog.bytes_done = im->blob_base + (uint64_t)json_integer_value(size);
+	}
 	tell(im, TS_OCI_PHASE_UNPACK);
 	/* the config's diff_id: the digest of the layer decompressed */
 	r = ts_layer_diff_id(fd, im->max_bytes, got, err);
@@ -1001,16 +1012,77 @@ static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff
 	return push_layer(im, lhex, key, err);
 }
 
+/* Take the store's lock again (a pull let it go while it downloaded). */
+static int relock(struct import *im, struct ts_error *err)
+{
+	if (flock(im->s->lock, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	if (errno == EWOULDBLOCK)
+		tell(im, TS_OCI_PHASE_WAIT);
+	if (flock(im->s->lock, LOCK_EX) < 0)
+		return ts_err_errno(err, -errno, "lock `%s/lock`", im->s->dir);
+	return 0;
+}
+
+/*
+ * A pull: download (and verify) every layer of ls the store does not have, before the
+ * store's lock is taken again, into fetched[] (unnamed temporary files): a slow registry
+ * keeps no other import, pull, prune or sandbox start waiting. A registry's descriptor
+ * must give the size, which bounds what is taken in.
+ */
+static int prefetch_layers(struct import *im, json_t *ls, int *fetched, struct ts_error *err)
+{
+	char key[65], below[65] = "", had[80];
+	size_t i;
+	json_t *l;
+
+	json_array_foreach(ls, i, l) {
+		const char *h = digest_hex(json_string_value(json_object_get(l, "digest")));
+		json_t *size = json_object_get(l, "size");
+
+		if (!h)
+			return ts_err(err, -EBADMSG, "`%s`: layer %zu has no sha256 digest",
+				      im->src.shown, i);
+		if (!json_is_integer(size) || json_integer_value(size) < 0)
+			return ts_err(err, -EBADMSG,
+				      "`%s`: layer %zu has no size; refusing the image",
+				      im->src.shown, i);
+		chain_key(i ? below : NULL, h, key);
+		snprintf(below, sizeof(below), "%s", key);
+		if (layer_present(im, key)) {
+			read_diff_id(im, key, had, sizeof(had));
+			if (had[0])
+				continue;
+		}
+		im->blob_base = im->prog.bytes_done;
+		im->in_layer = true;
+		fetched[i] = fetch_desc(im->s, &im->src, false, h, json_integer_value(size),
+					64ULL << 30, err);
+		im->in_layer = false;
+		if (fetched[i] < 0) {
+			int r = fetched[i];
+
+			fetched[i] = -EBADF;
+			return r;
+		}
+		im->prog.bytes_done = im->blob_base + (uint64_t)json_integer_value(size);
+	}
+	return 0;
+}
+
 /* The image whose manifest desc names (a descriptor: digest, size), from im->src. */
 static int import_manifest(struct import *im, json_t *desc, const char *name, const char *source,
 			   char *digest, size_t len, struct ts_error *err)
 {
 	_cleanup_free_ char *mtext = NULL, *ctext = NULL;
 	json_t *man = NULL, *cfg = NULL, *ls, *l, *diffs;
+	int fetched[TS_OCI_MAX_LAYERS];
 	const char *mhex, *chex;
 	size_t i;
 	int r;
 
+	for (i = 0; i < TS_OCI_MAX_LAYERS; i++)
+		fetched[i] = -EBADF;
 	mhex = digest_hex(json_string_value(json_object_get(desc, "digest")));
 	if (!mhex)
 		return ts_err(err, -EBADMSG, "`%s`: a manifest without a sha256 digest",
@@ -1036,6 +1108,14 @@ static int import_manifest(struct import *im, json_t *desc, const char *name, co
 	if (json_array_size(ls) > TS_OCI_MAX_LAYERS) {
 		r = ts_err(err, -E2BIG, "`%s`: the image has %zu layers, at most %d are supported",
 			   im->src.shown, json_array_size(ls), TS_OCI_MAX_LAYERS);
+		goto out;
+	}
+	if (im->src.reg &&
+	    json_integer_value(json_object_get(json_object_get(man, "config"), "size")) <= 0) {
+		r = ts_err(err, -EBADMSG,
+			   "`%s`: the config's descriptor has no size; refusing the "
+			   "image",
+			   im->src.shown);
 		goto out;
 	}
 	r = fetch_json(im->s, &im->src, false, chex,
@@ -1071,8 +1151,19 @@ static int import_manifest(struct import *im, json_t *desc, const char *name, co
 		}
 	}
 	tell(im, TS_OCI_PHASE_DOWNLOAD);
+	if (im->src.reg) {
+		r = prefetch_layers(im, ls, fetched, err);
+		if (r < 0)
+			goto out;
+	}
+	if (im->relock) {
+		r = relock(im, err);
+		if (r < 0)
+			goto out;
+	}
 	json_array_foreach(ls, i, l) {
-		r = import_one_layer(im, i, l, json_array_get(diffs, i), err);
+		r = import_one_layer(im, i, l, json_array_get(diffs, i), fetched[i], err);
+		fetched[i] = -EBADF; /* import_one_layer closed it */
 		if (r < 0)
 			goto out;
 	}
@@ -1085,6 +1176,9 @@ static int import_manifest(struct import *im, json_t *desc, const char *name, co
 		tell(im, TS_OCI_PHASE_DONE);
 	}
 out:
+	for (i = 0; i < TS_OCI_MAX_LAYERS; i++)
+		if (fetched[i] >= 0)
+			close(fetched[i]);
 	json_decref(man);
 	json_decref(cfg);
 	return r;
@@ -1351,6 +1445,7 @@ int ts_oci_pull(const char *root, const char *refstr, const char *name,
 	_cleanup_free_ char *top = NULL;
 	char mtype[128], top_hex[65], shown[600];
 	json_t *topj = NULL, *desc = NULL;
+	_cleanup_close_ int ref_lock = -EBADF;
 	size_t top_len = 0;
 	int r;
 
@@ -1363,6 +1458,29 @@ int ts_oci_pull(const char *root, const char *refstr, const char *name,
 	r = import_begin(&im, root, name, pull_waiting, err);
 	if (r < 0)
 		goto out;
+	/* downloads run without the store's lock (taken again to unpack and record, after
+	 * them): a slow registry keeps nobody waiting. Pulls of one reference take turns on a
+	 * lock of their own, so the second finds the layers and downloads nothing. */
+	flock(s.lock, LOCK_UN);
+	im.relock = true;
+	{
+		char hex[65], path[128];
+
+		sha256_hex_of(shown, hex);
+		snprintf(path, sizeof(path), "pulls/%s", hex);
+		ref_lock = openat(s.fd, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (ref_lock < 0) {
+			r = ts_err_errno(err, -errno, "open `%s/%s`", s.dir, path);
+			goto out;
+		}
+		if (flock(ref_lock, LOCK_EX | LOCK_NB) < 0) {
+			tell(&im, TS_OCI_PHASE_WAIT);
+			if (flock(ref_lock, LOCK_EX) < 0) {
+				r = ts_err_errno(err, -errno, "lock `%s/%s`", s.dir, path);
+				goto out;
+			}
+		}
+	}
 	r = ts_reg_open(&ref, &ro, &reg, err);
 	if (r < 0)
 		goto out;

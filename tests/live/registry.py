@@ -628,6 +628,16 @@ def token_tests(work, base):
         while time.time() < deadline and treg.blob_gets.get(treg.slow_blob[7:], 0) == 0:
             time.sleep(0.05)
         time.sleep(0.3)
+        # the stalled download holds no lock others wait for: a run on a stored image and an
+        # import go on (the registry holds the layer 30 s)
+        t0 = time.time()
+        r = ts("run", "--image", "tok-1", "--", "/bin/cat", "/tok", timeout=25)
+        lay_q = images.Layout(f"{work}/quick")
+        lay_q.index([images.named(lay_q.image([base]), "q")])
+        r2 = ts("image", "import", f"oci:{work}/quick:q", "quick", timeout=25)
+        t(r.returncode == 0 and r2.returncode == 0 and time.time() - t0 < 20 and p.poll() is None,
+          "while a pull waits on its registry, a run and an import are not kept waiting") \
+            or diag(r.stderr + r2.stderr)
         p.send_signal(signal.SIGKILL)
         p.wait()
         t(layer_dirs() == before, "a pull killed mid-layer leaves no layer in use")

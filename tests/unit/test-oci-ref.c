@@ -36,9 +36,16 @@ static const struct good goods[] = {
 	{ "reg.example/a:t@" D64, "reg.example", "reg.example", "a", "t", D64, false },
 	{ "a/b.c_d__e-f", "docker.io", "registry-1.docker.io", "a/b.c_d__e-f", "latest", "",
 	  false },
+	/* a name that starts like a loopback address is a name: https */
+	{ "127.evil.example/x", "127.evil.example", "127.evil.example", "x", "latest", "", false },
+	{ "127.1.2.3:80/x", "127.1.2.3:80", "127.1.2.3:80", "x", "latest", "", true },
 };
 
 static const char *const bads[] = {
+	"example.com/",
+	"example.com/:v1",
+	"reg.example:70000/a",
+	"reg.example:0/a",
 	"Upper/case",
 	"a/",
 	"/abs",
