@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "cli.h"
 #include "commands.h"
 #include "server.h"
@@ -34,6 +35,9 @@ static void usage(FILE *f)
 	      "  --scopes LIST       the new token's scopes: sandboxes:read, sandboxes:run,\n"
 	      "                      files:read, files:write, approvals (comma-separated)\n"
 	      "  --e2b-key KEY       also map this E2B API key (X-API-KEY) to the new token\n"
+	      "  --pull REGISTRY     a create may pull its template from REGISTRY (host[:port],\n"
+	      "                      repeatable; `*`: any registry not on a loopback or\n"
+	      "                      private address); without: serve pulls nothing\n"
 	      "  --quiet             print nothing when listening\n"
 	      "  -h, --help          show this help\n"
 	      "ADDR is HOST:PORT, [IPv6]:PORT or unix:PATH; port 0 picks a free one.\n",
@@ -128,10 +132,13 @@ int ts_subcmd_serve(int argc, char **argv)
 		{ "add-token", required_argument, NULL, 'A' },
 		{ "scopes", required_argument, NULL, 'S' },
 		{ "e2b-key", required_argument, NULL, 'K' },
+		{ "pull", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct serve_cli cli = { 0 };
+	const char *pull_from[33] = { 0 };
+	size_t n_pull = 0;
 	struct ts_serve_opts o = {
 		.listen = "127.0.0.1:3000",
 		.envd_listen = "127.0.0.1:49983",
@@ -171,6 +178,15 @@ int ts_subcmd_serve(int argc, char **argv)
 			break;
 		case 'K':
 			e2b_key = optarg;
+			break;
+		case 'P':
+			if (n_pull + 1 >= ELEMENTSOF(pull_from)) {
+				fprintf(stderr, "toren-sandbox serve: at most %zu --pull\n",
+					ELEMENTSOF(pull_from) - 1);
+				return 2;
+			}
+			pull_from[n_pull++] = optarg;
+			o.pull_from = pull_from;
 			break;
 		case 'h':
 			usage(stdout);

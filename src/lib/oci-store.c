@@ -1438,6 +1438,7 @@ int ts_oci_pull(const char *root, const char *refstr, const char *name,
 			     .progress = o->progress };
 	struct ts_reg_opts ro = { .insecure = o->insecure,
 				  .auth_file = o->auth_file,
+				  .no_credentials = o->no_credentials,
 				  .progress = pull_bytes,
 				  .userdata = &im };
 	struct ts_oci_ref ref;

@@ -63,6 +63,7 @@ struct ts_oci_progress {
 struct ts_oci_pull_opts {
 	bool insecure;	       /* plain http to a registry that is not on a loopback address */
 	const char *auth_file; /* NULL: oci-registry.h's search */
+	bool no_credentials;   /* send none (serve's pulls for API callers) */
 	uint64_t max_bytes;    /* per layer unpacked, as for an import */
 	void (*warn)(void *userdata, const char *msg);
 	/* often (draw at most a few times a second) */

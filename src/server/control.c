@@ -530,7 +530,12 @@ static void handle_create(void *ctx, struct ts_req *req);
 
 static void create_failed(struct ts_req *req, unsigned status, const char *msg)
 {
-	ts_srv_reply_error(req, status, "%s", msg);
+	char text[1200];
+
+	/* a registry's words may be anything: JSON needs valid text */
+	snprintf(text, sizeof(text), "%s", msg);
+	ts_sanitize_text(text);
+	ts_srv_reply_error(req, status, "%s", text);
 }
 
 /*

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "pulls.h"
 
+#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -9,14 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "cidr.h"
 #include "http.h"
 #include "loop.h"
 #include "oci-ref.h"
 #include "oci-store.h"
 #include "server.h"
+#include "util.h"
 
 struct job {
 	struct ts_pulls *p;
@@ -83,7 +88,8 @@ static void *pull_main(void *arg)
 {
 	struct job *j = arg;
 	struct ts_pulls *p = j->p;
-	struct ts_oci_pull_opts o = { 0 };
+	/* the operator's credentials are not an API caller's: serve pulls anonymously */
+	struct ts_oci_pull_opts o = { .no_credentials = true };
 	struct ts_error err = { 0 };
 	char digest[80];
 	int r = ts_oci_pull(p->root, j->ref, NULL, &o, digest, sizeof(digest), &err);
@@ -145,6 +151,11 @@ int ts_pulls_new(struct ts_loop *loop, const char *root, struct ts_pulls **ret,
 
 	if (!p)
 		return ts_err(err, -ENOMEM, "out of memory");
+	/* before any thread: libcurl's global state is set up once, here */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		free(p);
+		return ts_err(err, -ENOMEM, "libcurl: global initialisation failed");
+	}
 	pthread_mutex_init(&p->mu, NULL);
 	p->refs = 1;
 	snprintf(p->root, sizeof(p->root), "%s", root);
@@ -281,16 +292,63 @@ static void pending_done(void *userdata, int r, const char *msg)
 	free(pc);
 }
 
+/*
+ * May serve pull image for an API caller? Its registry must be one `--pull` names, or,
+ * with `*`, any whose host is a name or a public address: a caller never makes serve
+ * speak to this machine's loopback services or the private network (a named loopback
+ * registry is the operator's choice). why: the 404's text.
+ */
+static bool pull_allowed(const char *const *from, const char *image, char *why, size_t len)
+{
+	struct ts_oci_ref ref;
+	struct ts_error err = { 0 };
+	char host[256];
+	unsigned char a[16];
+
+	if (ts_oci_ref_parse(image, &ref, &err) < 0) {
+		snprintf(why, len, "template not found: %s", err.msg);
+		return false;
+	}
+	for (size_t i = 0; from && from[i]; i++)
+		if (!strcasecmp(from[i], ref.registry))
+			return true;
+	snprintf(host, sizeof(host), "%.*s", (int)sizeof(host) - 1,
+		 ref.registry[0] == '[' ? ref.registry + 1 : ref.registry);
+	host[strcspn(host, ref.registry[0] == '[' ? "]" : ":")] = '\0';
+	for (size_t i = 0; from && from[i]; i++) {
+		bool v4 = inet_pton(AF_INET, host, a) == 1,
+		     v6 = !v4 && inet_pton(AF_INET6, host, a) == 1;
+
+		if (strcmp(from[i], "*") != 0)
+			continue;
+		if (ref.loopback || !strcasecmp(host, "localhost") ||
+		    ((v4 || v6) && ts_cidr_blocked(v4 ? AF_INET : AF_INET6, a)))
+			break;
+		return true;
+	}
+	snprintf(why, len,
+		 "template `%.300s` not found: this server pulls templates only from the "
+		 "registries named by `serve --pull` (`%.100s` is not one)",
+		 image, ref.registry);
+	ts_sanitize_text(why);
+	return false;
+}
+
 bool ts_pulls_first(struct ts_srv *srv, struct ts_req *req, const char *image,
 		    void (*handler)(void *ctx, struct ts_req *req),
 		    void (*fail)(struct ts_req *req, unsigned status, const char *msg))
 {
 	struct ts_error err = { 0 };
 	struct pending *pc;
+	char text[600];
 
 	if (!srv->pulls || !image || image[0] == '/' || ts_oci_has(srv->root, image) ||
 	    !ts_oci_ref_looks_remote(image))
 		return false;
+	if (!pull_allowed(srv->opts->pull_from, image, text, sizeof(text))) {
+		fail(req, 404, text);
+		return true;
+	}
 	pc = calloc(1, sizeof(*pc));
 	if (!pc) {
 		fail(req, 500, "out of memory");

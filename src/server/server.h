@@ -31,7 +31,10 @@ struct ts_serve_opts {
 	const char *backend;	 /* backend name (NULL: local) */
 	const char *tokens_file; /* access tokens (NULL: none: any key, loopback only) */
 	unsigned pool;		 /* warm sandboxes kept started per template (0: none) */
-	int listen_fd, envd_fd;	 /* socket-activated fds (-1: none) */
+	/* registries a create may pull a template from (`--pull`; "*": any not on a
+	 * loopback or private address), NULL-terminated; NULL: serve pulls nothing */
+	const char *const *pull_from;
+	int listen_fd, envd_fd; /* socket-activated fds (-1: none) */
 	/* told once every listener is up: the real addresses (a port 0 asked is chosen) */
 	void (*ready)(void *userdata, const char *control, const char *envd);
 	/* the backend's warnings (a sandbox's start found a workspace it cannot write, ...) */

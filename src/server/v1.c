@@ -542,9 +542,6 @@ static void h_create(void *ctx, struct ts_req *req)
 	    !ts_v1_get_int(req, b, "timeout_ms", 0, TS_SB_TIMEOUT_MAX_MS, &o.timeout_ms) ||
 	    !ts_v1_get_bool(req, b, "timeout_absolute", &o.timeout_absolute))
 		return;
-	/* a registry reference the store lacks: pulled first, then this handler again */
-	if (o.template_id && ts_pulls_first(srv, req, o.template_id, h_create, create_failed))
-		return;
 	/* an image of the local store or `base`: never a host path from the network */
 	if (o.template_id && strcmp(o.template_id, "base") != 0 &&
 	    !ts_oci_name_valid(o.template_id)) {
@@ -553,6 +550,9 @@ static void h_create(void *ctx, struct ts_req *req)
 				  "are not accepted over the API");
 		return;
 	}
+	/* a registry reference the store lacks: pulled first, then this handler again */
+	if (o.template_id && ts_pulls_first(srv, req, o.template_id, h_create, create_failed))
+		return;
 	o.envs = envs;
 	o.metadata = md;
 	r = ts_sb_create(srv->be, &o, &sb, &err);

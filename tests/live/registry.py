@@ -411,7 +411,8 @@ def serve_tests(work, host, base):
     m = lay.image([base, [("pulled.txt", "file", b"pulled by serve\n", 0o644)]])
     lay.index([images.named(m, "s")])
     push(f"{work}/srv", "s", f"{host}/test/srv:1")
-    serve = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen", "127.0.0.1:0"],
+    serve = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen", "127.0.0.1:0",
+                              "--pull", host],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = serve.stdout.readline()
@@ -452,6 +453,12 @@ def serve_tests(work, host, base):
         st, j = req("POST", "/v2/sandboxes", {"templateID": f"{host}/test/srv:nope"})
         t(st == 404 and (j or {}).get("code") == 404,
           f"a reference the registry does not have: 404 JSON ({st} {j})")
+        other = f"127.0.0.1:{free_port()}/test/srv:1"
+        st, j = req("POST", "/v2/sandboxes", {"templateID": other})
+        t(st == 404 and "serve --pull" in ((j or {}).get("message") or ""),
+          f"a registry `serve --pull` does not name: 404, nothing fetched ({st} {j})")
+        st, j = req("POST", "/v1/sandboxes", {"image": other})
+        t(st == 404, f"the same on /v1 ({st} {j})")
     finally:
         serve.terminate()
         try:
