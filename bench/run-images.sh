@@ -109,9 +109,10 @@ measure() {
 	# through env(1) (the same extra exec); sync untimed after each, so no run starts with
 	# another one's dirty pages still being written back. Nothing is deleted before the
 	# end of the whole run: on an ext4 without a journal (this VM's) every inode allocation
-	# skips inodes deleted in the last 60-300 s (find_inode_bit -> recently_deleted): with
-	# an `rm -rf` of the last store between rounds, that scan was 44% of a pull's samples (a 20 MB trial)
-	# in perf, a cost of the benchmark (skopeo makes a handful of files), not of a pull.
+	# skips inodes freed in the last 60-360 s (find_inode_bit -> recently_deleted): with
+	# an `rm -rf` of the last store between rounds, that scan was 44% of a pull's perf
+	# samples (a trial with a 20 MB image), a cost of the benchmark (skopeo makes a
+	# handful of files), not of a pull.
 	{
 		printf 'toren-sandbox image pull\t/usr/bin/env TOREN_SANDBOX_ROOT=%s/p-%%i %s image pull --quiet %s big\t/bin/sync\n' \
 			"$s" "$TOREN" "$ref"
