@@ -179,7 +179,10 @@ WORK=$(mktemp -d /var/tmp/toren-bench-images.XXXXXX)
 chmod 755 "$WORK"
 REG_PID=
 cleanup() {
-	[ -n "$REG_PID" ] && kill "$REG_PID" 2>/dev/null && wait "$REG_PID" 2>/dev/null
+	if [ -n "$REG_PID" ]; then
+		kill "$REG_PID" 2>/dev/null || true
+		wait "$REG_PID" 2>/dev/null || true # its status is SIGTERM's: not a failure
+	fi
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
