@@ -383,12 +383,112 @@ static int apply_opaque(struct unpack *u, struct ts_error *err)
 	return 0;
 }
 
+/*
+ * The diff_id in the unpacking pass: a second reader (format raw: the stream as it is,
+ * filters on) decompresses the layer, and its output, hashed on the way, is the input of
+ * the tar reader (no filters: nothing left to decompress).
+ */
+struct raw_feed {
+	const struct ts_libarchive *L;
+	struct archive *raw;
+	struct sha256_ctx h;
+	uint64_t total, max;
+	char *buf;
+	int error; /* 0, -EFBIG past max, -EIO a damaged stream */
+};
+
+#define FEED_BUF (64 * 1024)
+
+static la_ssize_t feed_read(struct archive *a, void *data, const void **buf)
+{
+	struct raw_feed *f = data;
+	la_ssize_t n;
+
+	(void)a;
+	if (f->error)
+		return -1;
+	n = f->L->read_data(f->raw, f->buf, FEED_BUF);
+	if (n < 0) {
+		f->error = -EIO;
+		return -1;
+	}
+	f->total += (uint64_t)n;
+	if (f->total > f->max) {
+		f->error = -EFBIG;
+		return -1;
+	}
+	sha256_update(&f->h, (size_t)n, (const uint8_t *)f->buf);
+	*buf = f->buf;
+	return n;
+}
+
+/* The rest of the stream after the tar's end: part of the diff_id all the same. */
+static int feed_drain(struct raw_feed *f)
+{
+	const void *b;
+
+	while (!f->error && feed_read(NULL, f, &b) > 0)
+		;
+	return f->error;
+}
+
+static int feed_error(struct raw_feed *f, struct ts_error *err)
+{
+	if (f->error == -EFBIG)
+		return ts_err(err, -EFBIG, "layer unpacks to more than %llu bytes",
+			      (unsigned long long)f->max);
+	return ts_err(err, -EIO, "decompress layer: %s",
+		      f->L->error_string(f->raw) ? f->L->error_string(f->raw) : "damaged");
+}
+
+/* Open a on the layer fd: directly, or through f (f->raw set up here) for the diff_id. */
+static int open_layer(const struct ts_libarchive *L, struct archive *a, int fd, struct raw_feed *f,
+		      struct ts_error *err)
+{
+	__typeof__(archive_read_support_format_raw) *raw;
+	__typeof__(archive_read_open) *open_cb;
+	struct archive_entry *e;
+
+	L->support_tar(a); /* layers are tar archives, nothing else */
+	if (!f) {
+		ts_libarchive_enable_filters(L, a);
+		if (L->open_fd(a, fd, 64 * 1024) != ARCHIVE_OK)
+			return ts_err(err, -EINVAL, "layer is not a tar archive: %s",
+				      L->error_string(a) ? L->error_string(a) : "unreadable");
+		return 0;
+	}
+	*(void **)&raw = dlsym(L->dl, "archive_read_support_format_raw");
+	*(void **)&open_cb = dlsym(L->dl, "archive_read_open");
+	if (!raw || !open_cb)
+		return ts_err(err, -ENOPKG, "libarchive has no raw format or no archive_read_open");
+	f->L = L;
+	f->buf = malloc(FEED_BUF);
+	f->raw = L->read_new();
+	if (!f->buf || !f->raw)
+		return ts_err(err, -ENOMEM, "out of memory");
+	ts_libarchive_enable_filters(L, f->raw);
+	raw(f->raw);
+	if (L->open_fd(f->raw, fd, 64 * 1024) != ARCHIVE_OK ||
+	    L->next_header(f->raw, &e) != ARCHIVE_OK)
+		return ts_err(err, -EINVAL, "layer is unreadable: %s",
+			      L->error_string(f->raw) ? L->error_string(f->raw) : "damaged");
+	sha256_init(&f->h);
+	if (open_cb(a, f, NULL, feed_read, NULL) != ARCHIVE_OK) {
+		if (f->error)
+			return feed_error(f, err);
+		return ts_err(err, -EINVAL, "layer is not a tar archive: %s",
+			      L->error_string(a) ? L->error_string(a) : "unreadable");
+	}
+	return 0;
+}
+
 int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_layer_stats *st,
 		    struct ts_error *err)
 {
 	struct ts_layer_opts lim = *o;
 	struct ts_libarchive L = { 0 };
 	struct unpack u = { .o = &lim, .st = st, .dirfd = dirfd };
+	struct raw_feed feed = { 0 };
 	struct archive *a;
 	struct archive_entry *e;
 	int r;
@@ -411,31 +511,45 @@ int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_
 		r = ts_err(err, -ENOMEM, "out of memory");
 		goto out_dl;
 	}
-	ts_libarchive_enable_filters(&L, a);
-	L.support_tar(a); /* layers are tar archives, nothing else */
-	if (L.open_fd(a, fd, 64 * 1024) != ARCHIVE_OK) {
-		r = ts_err(err, -EINVAL, "layer is not a tar archive: %s",
-			   L.error_string(a) ? L.error_string(a) : "unreadable");
+	feed.max = lim.max_bytes;
+	r = open_layer(&L, a, fd, lim.diff_id ? &feed : NULL, err);
+	if (r < 0)
 		goto out_a;
-	}
 	for (;;) {
 		int h = L.next_header(a, &e);
 
 		if (h == ARCHIVE_EOF)
 			break;
 		if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
-			r = ts_err(err, -EIO, "read layer: %s",
-				   L.error_string(a) ? L.error_string(a) : "damaged archive");
+			r = feed.error ? feed_error(&feed, err)
+				       : ts_err(err, -EIO, "read layer: %s",
+						L.error_string(a) ? L.error_string(a)
+								  : "damaged archive");
 			break;
 		}
 		r = unpack_entry(&u, &L, a, e, err);
 		if (r < 0)
 			break;
 	}
+	/* a stream error seen by the tar reader as its data's end or a short entry */
+	if (r == -EIO && feed.error)
+		r = feed_error(&feed, err);
+	if (r == 0 && lim.diff_id && feed_drain(&feed) < 0)
+		r = feed_error(&feed, err);
 	if (r == 0)
 		r = apply_opaque(&u, err);
+	if (r == 0 && lim.diff_id) {
+		uint8_t d[SHA256_DIGEST_SIZE];
+
+		sha256_digest(&feed.h, sizeof(d), d);
+		for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+			snprintf(lim.diff_id + 2 * i, 3, "%02x", d[i]);
+	}
 out_a:
 	L.read_free(a);
+	if (feed.raw)
+		L.read_free(feed.raw);
+	free(feed.buf);
 out_dl:
 	dlclose(L.dl);
 out_free:

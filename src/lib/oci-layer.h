@@ -38,6 +38,11 @@ struct ts_layer_opts {
 	uint64_t max_entry_bytes; /* 0: max_bytes */
 	void (*warn)(void *userdata, const char *msg);
 	void *userdata;
+	/* Not NULL: 65 bytes for the diff_id (ts_layer_diff_id), taken in the same pass as
+	 * the unpacking, over the whole decompressed stream (what follows the tar's end
+	 * included), max_bytes bounding that stream too. The caller checks it before it uses
+	 * the directory: one decompression instead of two. */
+	char *diff_id;
 };
 
 struct ts_layer_stats {

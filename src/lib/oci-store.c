@@ -680,8 +680,12 @@ static void tell(struct import *im, enum ts_oci_phase phase)
 }
 
 /* Unpack the verified layer blob (fd) as layers/sha256/<key>, on top of the layers in
- * im->layers so far (for its opaque directories). */
-static int unpack_layer(struct import *im, int fd, const char *key, struct ts_error *err)
+ * im->layers so far (for its opaque directories). With got (65 bytes): its diff_id, taken
+ * in the same pass, and the directory renamed into place only when that is want_diff
+ * (hex), else removed and 1 (a mismatch; the caller says so). A layer unpacked already is
+ * only hashed then. 0 or -errno as well. */
+static int unpack_layer(struct import *im, int fd, const char *key, const char *want_diff,
+			char *got, struct ts_error *err)
 {
 	char final[128], tmp[128];
 	int lower_fds[TS_OCI_MAX_LAYERS];
@@ -690,15 +694,21 @@ static int unpack_layer(struct import *im, int fd, const char *key, struct ts_er
 	struct ts_layer_opts o = { .whiteouts = true,
 				   .max_bytes = im->max_bytes,
 				   .warn = im->warn,
-				   .userdata = im->userdata };
+				   .userdata = im->userdata,
+				   .diff_id = got };
 	_cleanup_close_ int dfd = -EBADF;
 	size_t i;
 	json_t *l;
 	int r;
 
 	snprintf(final, sizeof(final), "layers/sha256/%s", key);
-	if (faccessat(im->s->fd, final, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return 0; /* unpacked once already */
+	if (faccessat(im->s->fd, final, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* unpacked once already (by an older store without a diff_id record) */
+		if (!got)
+			return 0;
+		r = ts_layer_diff_id(fd, im->max_bytes, got, err);
+		return r < 0 ? r : want_diff && !strcmp(got, want_diff) ? 0 : 1;
+	}
 	json_array_foreach(im->layers, i, l) {
 		char p[128];
 
@@ -726,6 +736,12 @@ static int unpack_layer(struct import *im, int fd, const char *key, struct ts_er
 	if (r < 0) {
 		ts_err_prefix(err, r, "layer sha256:%s", key);
 		ts_rm_rf_at(im->s->fd, tmp);
+		goto out;
+	}
+	if (got && (!want_diff || strcmp(got, want_diff) != 0)) {
+		/* another content than the config names: nothing of it is used */
+		ts_rm_rf_at(im->s->fd, tmp);
+		r = 1;
 		goto out;
 	}
 	syncfs(dfd);
@@ -829,7 +845,7 @@ static int add_layer(struct import *im, int blobfd, const char *hex, struct ts_e
 
 	if (r < 0)
 		return r;
-	r = unpack_layer(im, blobfd, key, err);
+	r = unpack_layer(im, blobfd, key, NULL, NULL, err);
 	if (r < 0 || (r = note_diff_id(im, key, hex, err)) < 0) /* docker: digest = diff_id */
 		return r;
 	return push_layer(im, hex, key, err);
@@ -993,18 +1009,14 @@ static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff
 			im->prog.bytes_done = im->blob_base + (uint64_t)json_integer_value(size);
 	}
 	tell(im, TS_OCI_PHASE_UNPACK);
-	/* the config's diff_id: the digest of the layer decompressed */
-	r = ts_layer_diff_id(fd, im->max_bytes, got, err);
-	if (r < 0)
-		return r;
-	if (!want || strcmp(got, want) != 0)
+	/* the config's diff_id: the digest of the layer decompressed, taken while it is
+	 * unpacked into tmp/ (one decompression); renamed into place only when it matches */
+	r = unpack_layer(im, fd, key, want, got, err);
+	if (r == 1)
 		return ts_err(err, -EBADMSG,
 			      "`%s`: layer sha256:%s decompresses to sha256:%s, its config's "
 			      "diff_id says %s; refusing the image",
 			      im->src.shown, lhex, got, json_string_value(diff) ?: "nothing");
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return ts_err_errno(err, -errno, "seek");
-	r = unpack_layer(im, fd, key, err);
 	if (r < 0 || (r = note_diff_id(im, key, got, err)) < 0)
 		return r;
 	im->prog.layers_done++;

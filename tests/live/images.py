@@ -297,6 +297,34 @@ def run_tests(work):
     r = ts("image", "import", f"oci:{work}/lie2", "lie")
     t(r.returncode != 0 and "diff_ids do not list" in r.stderr,
       "a config whose diff_ids do not match the layers is refused") or diag(r.stderr)
+    # a layer no store has yet: its diff_id is taken while it is unpacked into tmp/, so the
+    # refusal must also remove what was unpacked (the busybox layer above was in the store)
+    layers_dir, tmp_dir = f"{root}/images/oci/layers/sha256", f"{root}/images/oci/tmp"
+    lie3 = Layout(f"{work}/lie3")
+    lie3.index([lie3.image([busybox_base() + [("lie3", "file", b"in no store yet\n", 0o644)]],
+                           config_extra={"rootfs": {"type": "layers", "diff_ids": ["sha256:" + "1" * 64]}})])
+    before = set(os.listdir(layers_dir))
+    r = ts("image", "import", f"oci:{work}/lie3", "lie3")
+    t(r.returncode != 0 and "config's diff_id says" in r.stderr and set(os.listdir(layers_dir)) == before
+      and not [x for x in os.listdir(tmp_dir) if x.startswith("layer-")] and "lie3" not in ts("image", "ls").stdout,
+      "a new layer that does not decompress to its diff_id: refused, nothing installed, nothing in tmp/") \
+        or diag(r.stderr)
+    # a gzip stream cut short (its digest names the cut bytes): refused while unpacking
+    cut = Layout(f"{work}/cut")
+    gz, raw = tar_bytes(busybox_base() + [("cut", "file", os.urandom(200000), 0o644)])
+    ld = cut.blob(gz[:len(gz) * 3 // 4])
+    ld["mediaType"] = "application/vnd.oci.image.layer.v1.tar+gzip"
+    cd = cut.blob(json.dumps({"architecture": ARCH, "os": "linux", "config": {},
+                              "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(raw).hexdigest()]}}))
+    cd["mediaType"] = "application/vnd.oci.image.config.v1+json"
+    md = cut.blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                              "config": cd, "layers": [ld]}))
+    md["mediaType"] = "application/vnd.oci.image.manifest.v1+json"
+    cut.index([md])
+    r = ts("image", "import", f"oci:{work}/cut", "cut")
+    t(r.returncode != 0 and set(os.listdir(layers_dir)) == before
+      and not [x for x in os.listdir(tmp_dir) if x.startswith("layer-")] and "cut" not in ts("image", "ls").stdout,
+      "a layer whose compressed stream is cut short is refused, nothing installed") or diag(r.stderr)
 
     # 5. hostile layers
     outside = f"{work}/outside"
