@@ -444,10 +444,23 @@ static void connected(struct proxy *px, struct conn *c)
 	c->deadline = now_ms() + HEAD_MS;
 }
 
+/* Does an allow entry name this host with this very port (name:port)? Only then may a
+ * tunnel carry what is not TLS. */
+static bool explicit_port(const struct proxy *px, const struct conn *c)
+{
+	for (size_t i = 0; i < px->n_allow; i++)
+		if (px->allow[i].port && px->allow[i].port == c->req.port &&
+		    ts_hostpat_match(&px->allow[i], c->req.host, c->req.port))
+			return true;
+	return false;
+}
+
 /*
  * The first bytes of the tunnel: a TLS ClientHello must name the CONNECT host, or no one
  * (an IP-less client; the address is ours anyway), and not hide the name it means (ECH).
- * Anything else that is not TLS passes as it is. Returns true when the tunnel may relay.
+ * What is not TLS passes only to a host:port an entry names explicitly: plain HTTP to a
+ * name's ports 80 and 443 could carry a `Host:` of any other site its server (a CDN)
+ * fronts, which the proxy would not see. Returns true when the tunnel may relay.
  */
 static bool check_hello(struct proxy *px, struct conn *c)
 {
@@ -457,8 +470,13 @@ static bool check_hello(struct proxy *px, struct conn *c)
 
 	if (c->clen == 0)
 		return false;
-	if (!ts_proxy_is_tls(c->cbuf, c->clen))
-		return true;
+	if (!ts_proxy_is_tls(c->cbuf, c->clen)) {
+		if (explicit_port(px, c))
+			return true;
+		px->st.refused_sni++;
+		conn_close(px, c);
+		return false;
+	}
 	r = ts_proxy_parse_hello(c->cbuf, c->clen, &h);
 	if (r == -EAGAIN && c->clen < sizeof(c->cbuf) && !c->c_eof)
 		return false;
