@@ -358,6 +358,12 @@ static int queue(struct ts_req *r, unsigned status, const char *content_type,
 	return 0;
 }
 
+void ts_req_defer_forget(struct ts_req *r)
+{
+	if (r->deferred)
+		r->on_gone = NULL;
+}
+
 int ts_req_defer(struct ts_req *r, void (*on_gone)(void *userdata), void *userdata)
 {
 	if (r->replied || r->deferred || r->stream)

@@ -120,6 +120,9 @@ int ts_req_reply_json(struct ts_req *r, unsigned status, json_t *json);
  * -EALREADY when the request is answered or deferred already.
  */
 int ts_req_defer(struct ts_req *r, void (*on_gone)(void *userdata), void *userdata);
+/* The deferral's owner lets go of it: on_gone will not run (call it while the request is
+ * still deferred, before freeing what on_gone's userdata points at). */
+void ts_req_defer_forget(struct ts_req *r);
 
 /* --- streamed replies ------------------------------------------------------------------ */
 

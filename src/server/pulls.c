@@ -279,6 +279,8 @@ static void pending_done(void *userdata, int r, const char *msg)
 	char text[1100];
 
 	if (!pc->gone) {
+		/* pc goes below, whatever the answer does: the request must not name it */
+		ts_req_defer_forget(pc->req);
 		if (r == 0) {
 			pc->handler(pc->srv, pc->req);
 		} else {
