@@ -25,6 +25,8 @@ struct ts_backend_ops {
 		       struct ts_sb_info **ret, size_t *n, char **next_token, struct ts_error *err);
 	int (*sb_info)(struct ts_sb *sb, struct ts_sb_info *ret, struct ts_error *err);
 	int (*sb_set_timeout)(struct ts_sb *sb, long long ms, struct ts_error *err);
+	int (*sb_reissue)(struct ts_sb *sb, const struct ts_sb_create_opts *o,
+			  struct ts_error *err); /* NULL: -EOPNOTSUPP */
 	int (*sb_start)(struct ts_sb *sb, struct ts_error *err);
 	int (*sb_stop)(struct ts_sb *sb, struct ts_error *err);
 	int (*sb_pause)(struct ts_sb *sb, struct ts_error *err);

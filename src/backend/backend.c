@@ -287,6 +287,17 @@ int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err)
 	return sb->ops->sb_set_timeout(sb, ms, err);
 }
 
+int ts_sb_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, struct ts_error *err)
+{
+	if (o->timeout_ms < 0 || o->timeout_ms > TS_SB_TIMEOUT_MAX_MS)
+		return ts_err(err, -EINVAL, "timeout of %lld ms: want 0 (none) to %lld ms",
+			      o->timeout_ms, TS_SB_TIMEOUT_MAX_MS);
+	if (!sb->ops->sb_reissue)
+		return ts_err(err, -EOPNOTSUPP, "the %s backend cannot hand out a started sandbox",
+			      sb->ops->name);
+	return sb->ops->sb_reissue(sb, o, err);
+}
+
 int ts_sb_start(struct ts_sb *sb, struct ts_error *err)
 {
 	return sb->ops->sb_start(sb, err);

@@ -222,6 +222,14 @@ int ts_backend_reap(struct ts_backend *b, bool dry_run, bool (*stop_early)(void)
 
 /* The new deadline is now + ms (shorter or longer); 0: none; -EINVAL past the maximum. */
 int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err);
+/*
+ * Hand a started sandbox out as if created now (serve's warm pool): its labels become
+ * o->metadata (all of them replaced), its created, started and last-use times now, its
+ * timeout o->timeout_ms (0: none) counted as o->timeout_absolute says. Nothing else of o
+ * is looked at: the caller makes sure the sandbox was built as o would build it.
+ * -EINVAL for a bad label or timeout, -EOPNOTSUPP on a backend without it.
+ */
+int ts_sb_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, struct ts_error *err);
 /* local: start a stopped sandbox / stop a running one (processes end, files stay). */
 int ts_sb_start(struct ts_sb *sb, struct ts_error *err);
 int ts_sb_stop(struct ts_sb *sb, struct ts_error *err);

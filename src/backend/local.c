@@ -498,6 +498,48 @@ static int local_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *er
 	return ts_store_update(st, &s->rec, err);
 }
 
+static int local_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+	_cleanup_free_ char *text = NULL;
+	struct ts_store *st;
+	long long now = ts_realtime_ms();
+	json_t *obj;
+	int r = ts_local_store(s->l, &st, err);
+
+	if (r < 0)
+		return r;
+	obj = json_object();
+	for (size_t i = 0; obj && i < o->n_metadata; i++) {
+		_cleanup_free_ char *kv = NULL;
+		char why[128];
+
+		if (asprintf(&kv, "%s=%s", o->metadata[i].key ?: "", o->metadata[i].value ?: "") <
+		    0) {
+			kv = NULL;
+			json_decref(obj);
+			return ts_err(err, -ENOMEM, "out of memory");
+		}
+		if (!ts_label_valid(kv, why, sizeof(why))) {
+			json_decref(obj);
+			return ts_err(err, -EINVAL, "bad label `%.200s`: %s", kv, why);
+		}
+		json_object_set_new(obj, o->metadata[i].key,
+				    json_string(o->metadata[i].value ?: ""));
+	}
+	text = obj ? json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(obj);
+	if (!text)
+		return ts_err(err, -ENOMEM, "out of memory");
+	free(s->rec.labels);
+	s->rec.labels = TAKE_PTR(text);
+	/* the client sees the hand-out as the creation: its clock and deadline start now */
+	s->rec.created_ms = s->rec.started_ms = s->rec.last_activity_ms = now;
+	s->rec.ttl_absolute = o->timeout_absolute;
+	set_deadline(&s->rec, o->timeout_ms, now);
+	return ts_store_update(st, &s->rec, err);
+}
+
 static int local_start(struct ts_sb *sb, struct ts_error *err)
 {
 	struct local_sb *s = sb->impl;
@@ -606,6 +648,7 @@ const struct ts_backend_ops ts_local_ops = {
 	.sb_list = local_list,
 	.sb_info = local_info,
 	.sb_set_timeout = local_set_timeout,
+	.sb_reissue = local_reissue,
 	.sb_start = local_start,
 	.sb_stop = local_stop,
 	.sb_pause = local_pause,

@@ -38,6 +38,8 @@ static void usage(FILE *f)
 	      "  --pull REGISTRY     a create may pull its template from REGISTRY (host[:port],\n"
 	      "                      repeatable; `*`: any registry not on a loopback or\n"
 	      "                      private address); without: serve pulls nothing\n"
+	      "  --pool [TEMPLATE=]N keep N sandboxes of TEMPLATE (default base) started for\n"
+	      "                      E2B creates (repeatable; N <= 32 each, 64 in all)\n"
 	      "  --quiet             print nothing when listening\n"
 	      "  -h, --help          show this help\n"
 	      "ADDR is HOST:PORT, [IPv6]:PORT or unix:PATH; port 0 picks a free one.\n",
@@ -133,12 +135,16 @@ int ts_subcmd_serve(int argc, char **argv)
 		{ "scopes", required_argument, NULL, 'S' },
 		{ "e2b-key", required_argument, NULL, 'K' },
 		{ "pull", required_argument, NULL, 'P' },
+		{ "pool", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct serve_cli cli = { 0 };
 	const char *pull_from[33] = { 0 };
 	size_t n_pull = 0;
+	/* bounded by the pool's own limit on templates (pool.h checks the counts) */
+	const char *pool[65] = { 0 };
+	size_t n_pool = 0;
 	struct ts_serve_opts o = {
 		.listen = "127.0.0.1:3000",
 		.envd_listen = "127.0.0.1:49983",
@@ -187,6 +193,15 @@ int ts_subcmd_serve(int argc, char **argv)
 			}
 			pull_from[n_pull++] = optarg;
 			o.pull_from = pull_from;
+			break;
+		case 'p':
+			if (n_pool + 1 >= ELEMENTSOF(pool)) {
+				fprintf(stderr, "toren-sandbox serve: at most %zu --pool\n",
+					ELEMENTSOF(pool) - 1);
+				return 2;
+			}
+			pool[n_pool++] = optarg;
+			o.pool = pool;
 			break;
 		case 'h':
 			usage(stdout);

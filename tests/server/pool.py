@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""serve's warm pool (`serve --pool`), over raw HTTP on loopback.
+
+Starts its own serves (the staged CLI, TS_CLI, on ports the kernel picks, with the state
+root of modes.sh) and checks: bad --pool values refused; the pool fills (GET /v1/pool and
+the store's records, labelled); an E2B create takes a member (its id was a member's, the
+claimed count grows) and the pool refills to its target; the claimed sandbox has the
+create's metadata, its timeout counted from the create, created/started times of the
+create, and no process left from warming; a file one claimed sandbox wrote is not in the
+next; creates with envs (which a started init cannot take), a network, and /v1 creates
+(another user model) start their own; pool members are in no list and unknown by id;
+the pool's label keys are refused in a create; serve's exit removes the members; after
+kill -9 of serve the next serve removes the orphans. The sandbox side is checked through
+the CLI on the same state root. TAP on stdout.
+"""
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+cli = os.environ.get("TS_CLI")
+KEY = "e2b_" + "0" * 40
+POOL_LABEL = "toren-sandbox.pool"
+n = 0
+failed = 0
+created = []
+serves = []
+
+
+def t(cond, desc):
+    global n, failed
+    n += 1
+    desc = desc.replace("\n", " ").replace("#", "%23")
+    print(("ok" if cond else "not ok") + f" {n} - {desc}", flush=True)
+    if not cond:
+        failed += 1
+    return cond
+
+
+def diag(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+if not cli or not os.access(cli, os.X_OK):
+    print("1..0 # SKIP TS_CLI is not set or not executable")
+    sys.exit(0)
+
+
+def ts(*args, timeout=60):
+    return subprocess.run([cli, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def start_serve(*extra):
+    p = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen",
+                          "127.0.0.1:0", *extra], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    m = re.search(r"control plane on (\S+), envd on (\S+)", line)
+    if not m:
+        p.wait(timeout=10)
+        return None, (line + p.stderr.read()).replace("\n", " ")
+    serves.append(p)
+    return p, m.group(1).rstrip(",")
+
+
+def stop_serve(p, sig=signal.SIGTERM):
+    p.send_signal(sig)
+    try:
+        p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    err = p.stderr.read()
+    if err.strip():
+        diag("serve's stderr: " + err[-1500:])
+
+
+def request(api, method, path, body=None):
+    host, port = api.rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=60)
+    h = {"X-API-KEY": KEY}
+    data = json.dumps(body) if body is not None else None
+    if data is not None:
+        h["Content-Type"] = "application/json"
+    c.request(method, path, body=data, headers=h)
+    r = c.getresponse()
+    text = r.read()
+    c.close()
+    try:
+        j = json.loads(text) if text else None
+    except ValueError:
+        j = None
+    return r.status, j
+
+
+def pool(api):
+    st, j = request(api, "GET", "/v1/pool")
+    return j if st == 200 and isinstance(j, dict) else {}
+
+
+def ready(api, tpl="base"):
+    for e in pool(api).get("templates", []):
+        if e.get("template") == tpl:
+            return e.get("ready", 0)
+    return 0
+
+
+def members():
+    """ids of the store's records that carry the pool's label"""
+    r = ts("ls", "--json")
+    try:
+        recs = json.loads(r.stdout or "[]")
+    except ValueError:
+        return []
+    out = []
+    for rec in recs:
+        labels = rec.get("labels") or {}
+        if isinstance(labels, dict) and POOL_LABEL in labels:
+            out.append(rec["id"])
+    return out
+
+
+def wait(pred, timeout=60.0, step=0.2):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def ms_of(stamp):
+    import calendar
+    m = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z", stamp or "")
+    if not m:
+        return None
+    y, mo, d, hh, mi, ss, ms = (int(x) for x in m.groups())
+    return calendar.timegm((y, mo, d, hh, mi, ss)) * 1000 + ms
+
+
+def create(api, body, path="/v2/sandboxes"):
+    st, j = request(api, "POST", path, body)
+    sid = (j or {}).get("sandboxID") or (j or {}).get("id")
+    if st == 201 and sid:
+        created.append(sid)
+    return st, j, sid
+
+
+def sh(sid, script):
+    return ts("exec", sid, "--", "sh", "-c", script)
+
+
+def comms(sid):
+    """the names of the sandbox's processes but the listing's own sh and cat"""
+    r = sh(sid, "for p in /proc/[0-9]*; do cat $p/comm; done 2>/dev/null")
+    names = sorted(x for x in r.stdout.split() if x not in ("sh", "cat"))
+    return names
+
+
+# --- bad values ---------------------------------------------------------------------------
+for bad, why in (("33", "past 32 per template"), ("base=x", "not a number"),
+                 ("nosuchimage=1", "a template not in the store"),
+                 ("=1", "an empty template")):
+    p, got = start_serve("--pool", bad)
+    t(p is None and "pool" in got, f"--pool {bad} ({why}) refused: {got[:160]}")
+    if p:
+        stop_serve(p)
+p, got = start_serve(*sum((["--pool", f"t{i}=1"] for i in range(65)), []))
+t(p is None, "65 --pool values refused")
+
+serve, api = start_serve("--pool", "2")
+if not serve:
+    if os.environ.get("TS_TESTS_MUST_WORK") == "1":
+        print(f"1..{n + 1}\nnot ok {n + 1} - serve --pool 2 did not start: {api}")
+        sys.exit(1)
+    print(f"1..{n}\n# serve did not start: {api}")
+    sys.exit(1 if failed else 0)
+
+try:
+    filled = wait(lambda: ready(api) == 2, 90)
+    if not filled:
+        diag(json.dumps(pool(api)))
+        if os.environ.get("TS_TESTS_MUST_WORK") != "1" and pool(api).get("templates", [{}])[0].get("last_error"):
+            print(f"1..{n + 1}\nok {n + 1} - the pool fills # SKIP sandboxes cannot start here: "
+                  + pool(api)["templates"][0]["last_error"][:150])
+            sys.exit(1 if failed else 0)
+    t(filled, f"serve --pool 2: two members ready ({json.dumps(pool(api))[:200]})")
+    m0 = members()
+    t(len(m0) == 2, f"... two records in the store carry `{POOL_LABEL}` ({m0})")
+
+    # --- not listed, not known by id --------------------------------------------------------
+    st, j = request(api, "GET", "/v2/sandboxes")
+    ids = [s.get("sandboxID") for s in j or []]
+    t(st == 200 and not set(ids) & set(m0), f"GET /v2/sandboxes lists no member ({ids})")
+    st, j = request(api, "GET", "/sandboxes")
+    ids = [s.get("sandboxID") for s in j or []]
+    t(st == 200 and not set(ids) & set(m0), "GET /sandboxes lists no member")
+    st, j = request(api, "GET", "/v1/sandboxes")
+    ids = [s.get("id") for s in (j or {}).get("sandboxes", [])]
+    t(st == 200 and not set(ids) & set(m0), f"GET /v1/sandboxes lists no member ({ids})")
+    st, _ = request(api, "GET", "/sandboxes/" + m0[0]) if m0 else (0, None)
+    t(st == 404, f"GET /sandboxes/MEMBER: 404 ({st})")
+    st, _ = request(api, "GET", "/v1/sandboxes/" + m0[0]) if m0 else (0, None)
+    t(st == 404, f"GET /v1/sandboxes/MEMBER: 404 ({st})")
+
+    # --- a claim ------------------------------------------------------------------------------
+    before = pool(api).get("claimed", 0)
+    t0 = int(time.time() * 1000)
+    st, j, a = create(api, {"templateID": "base", "metadata": {"who": "first"}, "timeout": 120})
+    t1 = int(time.time() * 1000)
+    t(st == 201 and a in m0, f"an E2B create takes a member ({st}, {a} in {m0})")
+    t(pool(api).get("claimed", 0) == before + 1, "... and the pool counts the claim")
+    t(wait(lambda: ready(api) == 2, 90), "the pool refills to 2 after the claim")
+    t(a not in members(), "the claimed sandbox no longer carries the pool's label")
+    st, j = request(api, "GET", "/sandboxes/" + a)
+    t(st == 200 and j.get("metadata") == {"who": "first"},
+      f"the claimed sandbox has the create's metadata ({(j or {}).get('metadata')})")
+    sa, ea = ms_of((j or {}).get("startedAt")), ms_of((j or {}).get("endAt"))
+    t(sa is not None and t0 - 1000 <= sa <= t1 + 1000,
+      f"... startedAt is the create's time ({(j or {}).get('startedAt')}, create {t0}..{t1})")
+    t(sa is not None and ea is not None and abs((ea - sa) - 120000) <= 1000,
+      f"... endAt is startedAt + the 120 s timeout ({ea} - {sa})")
+    st, j = request(api, "GET", "/v2/sandboxes?metadata=who%3Dfirst")
+    t(st == 200 and [s["sandboxID"] for s in j or []] == [a], "... and is listed by its metadata")
+    insp = json.loads(ts("inspect", a).stdout or "{}")
+    t(insp.get("labels") == {"who": "first"}, f"the store's record has only the create's labels ({insp.get('labels')})")
+    names_a = comms(a)
+    t("bash" not in names_a, f"no process is left from warming ({names_a})")
+
+    # --- nothing leaks into the next claim ----------------------------------------------------
+    r = sh(a, "echo x > /tmp/leak && echo y > /home/user/leak && echo ok")
+    t(r.returncode == 0 and "ok" in r.stdout, f"the claimed sandbox writes files ({r.stderr.strip()[:100]})")
+    st, _ = request(api, "DELETE", "/sandboxes/" + a)
+    t(st == 204, f"killed ({st})")
+    m1 = members()
+    st, j, b = create(api, {"templateID": "base", "metadata": {"who": "second"}})
+    t(st == 201 and b in m1 and b != a, f"the next create takes another member ({b} in {m1})")
+    r = sh(b, "ls /tmp/leak /home/user/leak 2>&1; echo rc=$?")
+    t("rc=0" not in r.stdout, f"... which has none of the first one's files ({r.stdout.strip()[:120]})")
+    names_b = comms(b)
+    st, j, f = create(api, {"templateID": "base", "envVars": {"POOLTEST": "seen"}})
+    t(st == 201 and f not in m1 and f not in members(),
+      f"a create with envVars starts its own sandbox ({f} not in {m1})")
+    r = sh(f, "echo v=$POOLTEST")
+    t("v=seen" in r.stdout, f"... whose commands see the env ({r.stdout.strip()})")
+    names_f = comms(f)
+    t(names_b == names_f, f"a claimed sandbox runs the same processes as a fresh one ({names_b} / {names_f})")
+
+    # --- creates that bypass the pool ----------------------------------------------------------
+    t(wait(lambda: ready(api) == 2, 90), "the pool is full again")
+    before = pool(api).get("claimed", 0)
+    m2 = members()
+    st, j, x = create(api, {"templateID": "base", "network": {}})
+    t(pool(api).get("claimed", 0) == before and x not in m2,
+      f"a create with `network` does not take a member ({st}, {x})")
+    st, j, v = create(api, {}, "/v1/sandboxes")
+    t(st == 201 and v not in m2 and pool(api).get("claimed", 0) == before,
+      f"a /v1 create (no root, no sudo) does not take a member ({st}, {v})")
+    for key in (POOL_LABEL, "toren-sandbox.pool-owner"):
+        st, j, y = create(api, {"templateID": "base", "metadata": {key: "x"}})
+        t(st == 400 and pool(api).get("claimed", 0) == before, f"metadata key `{key}` refused: 400 ({st})")
+        st, j, y = create(api, {"metadata": {key: "x"}}, "/v1/sandboxes")
+        t(st == 400, f"... in a /v1 create too ({st})")
+
+    # --- serve's exit ------------------------------------------------------------------------
+    stop_serve(serve)
+    serves.remove(serve)
+    left = members()
+    t(left == [], f"serve's exit removes the members ({left})")
+    t(all(i in [r["id"] for r in json.loads(ts("ls", "--json").stdout or "[]")] for i in (b, f)),
+      "... and keeps the sandboxes it handed out")
+
+    # --- kill -9, then a new serve -------------------------------------------------------------
+    serve, api = start_serve("--pool", "2")
+    t(serve is not None and wait(lambda: ready(api) == 2, 90), "a second serve --pool 2 fills its pool")
+    orphans = members()
+    serve.send_signal(signal.SIGKILL)
+    serve.wait()
+    serves.remove(serve)
+    t(len(orphans) == 2 and sorted(members()) == sorted(orphans),
+      f"after kill -9 its members are left ({orphans})")
+    serve, api = start_serve()
+    t(serve is not None and wait(lambda: members() == [], 60),
+      f"the next serve (no --pool) removes them ({members()})")
+    t(pool(api).get("orphans_removed") == 2, f"... and counts them ({pool(api)})")
+finally:
+    for p in list(serves):
+        stop_serve(p)
+    for i in created:
+        ts("rm", "-f", "--purge", i)
+    left = members()
+    if left:
+        ts("rm", "-f", "--purge", *left)
+
+print(f"1..{n}")
+print(f"# {n - failed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
