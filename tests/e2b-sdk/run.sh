@@ -105,11 +105,12 @@ read -r api envd < <(as_mode "$nodebin" -e '
 	console.log(a.address().port, b.address().port); a.close(); b.close() }) })')
 [ -n "${envd:-}" ] || fail_all "no free ports"
 
-# serve-start.sh: (re)start serve on the same ports and state; restart.test.mjs calls it
+# serve-start.sh: (re)start serve on the same ports and state (with TS_SERVE_ARGS, words
+# of serve's options such as `--pool 2`); restart.test.mjs calls it
 # again after its kill -9. It returns once both ports accept connections.
 cat >"$stage/serve-start.sh" <<EOS
 #!/bin/bash
-"$stage/bin/toren-sandbox" serve --listen 127.0.0.1:$api --envd-listen 127.0.0.1:$envd \\
+"$stage/bin/toren-sandbox" serve --listen 127.0.0.1:$api --envd-listen 127.0.0.1:$envd ${TS_SERVE_ARGS:-} \\
 	>>"$stage/run/serve.log" 2>&1 </dev/null &
 echo \$! >"$stage/run/serve.pid"
 for _ in \$(seq 150); do

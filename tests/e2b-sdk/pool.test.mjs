@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// serve's warm pool through the SDK (meson starts serve with TS_SERVE_ARGS=--pool 2):
+// Sandbox.create() is answered from the pool (GET /v1/pool counts the claim, and the pool
+// refills), the sandbox has the create's metadata and timeout and runs commands, a file
+// one claimed sandbox wrote is not in the next, a create with envs starts its own (and
+// its commands see them), and Sandbox.list() shows no pool member.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { Sandbox } from 'e2b'
+import { sandbox, waitFor, uniq } from './lib.mjs'
+
+const T = { timeout: 180_000 }
+
+async function pool() {
+  const r = await fetch(`${process.env.E2B_API_URL}/v1/pool`, { headers: { 'X-API-KEY': process.env.E2B_API_KEY } })
+  assert.equal(r.status, 200, 'GET /v1/pool')
+  return r.json()
+}
+const ready = async () => (await pool()).templates.find((x) => x.template === 'base')?.ready ?? 0
+
+test('the pool fills, a create takes a member, the pool refills', T, async (t) => {
+  await waitFor('2 ready members', async () => (await ready()) === 2, 90_000)
+  const before = (await pool()).claimed
+  const tag = uniq('pool')
+  const t0 = Date.now()
+  const sbx = await sandbox(t, { metadata: { suite: tag }, timeoutMs: 120_000 })
+  assert.equal((await pool()).claimed, before + 1, 'the create was answered from the pool')
+  const info = await sbx.getInfo()
+  assert.deepEqual(info.metadata, { suite: tag })
+  assert.ok(info.startedAt.getTime() >= t0 - 1000, `startedAt ${info.startedAt.toISOString()} is the create's`)
+  const span = info.endAt.getTime() - info.startedAt.getTime()
+  assert.ok(Math.abs(span - 120_000) <= 1000, `endAt - startedAt = ${span} ms`)
+  const r = await sbx.commands.run('echo hello; id -un')
+  assert.equal(r.stdout, 'hello\nuser\n')
+  await waitFor('the pool back at 2', async () => (await ready()) === 2, 90_000)
+})
+
+test('nothing of one claimed sandbox is in the next', T, async (t) => {
+  await waitFor('2 ready members', async () => (await ready()) === 2, 90_000)
+  const a = await Sandbox.create({ timeoutMs: 120_000 })
+  await a.files.write('/home/user/leak.txt', 'mine')
+  await a.commands.run('echo x > /tmp/leak')
+  await a.kill()
+  const before = (await pool()).claimed
+  const b = await sandbox(t, { timeoutMs: 120_000 })
+  assert.equal((await pool()).claimed, before + 1, 'the second create was answered from the pool')
+  assert.notEqual(b.sandboxId, a.sandboxId)
+  assert.equal(await b.files.exists('/home/user/leak.txt'), false)
+  assert.equal(await b.files.exists('/tmp/leak'), false)
+})
+
+test('a create with envs starts its own sandbox; list shows no member', T, async (t) => {
+  await waitFor('2 ready members', async () => (await ready()) === 2, 90_000)
+  const before = (await pool()).claimed
+  const tag = uniq('pool-envs')
+  const sbx = await sandbox(t, { metadata: { suite: tag }, envs: { POOLED: 'no' }, timeoutMs: 120_000 })
+  assert.equal((await pool()).claimed, before, 'a create with envs did not take a member')
+  assert.equal((await sbx.commands.run('echo $POOLED')).stdout, 'no\n')
+  const p = Sandbox.list()
+  const ids = []
+  while (p.hasNext) for (const s of await p.nextItems()) ids.push(s.sandboxId)
+  assert.ok(ids.includes(sbx.sandboxId))
+  // this serve's state root holds this sandbox (the earlier tests killed theirs) and the
+  // pool's 2 members, which are not listed
+  assert.deepEqual(ids, [sbx.sandboxId], `listed: ${ids.join(' ')}`)
+})
