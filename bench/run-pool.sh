@@ -53,18 +53,25 @@ cleanup() {
 		kill -TERM "$p" 2>/dev/null || true
 	done
 	for p in "${PIDS[@]}"; do
-		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 600); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$p" 2>/dev/null && { echo "run-pool.sh: serve $p did not exit in 60 s: killed" >&2; kill -KILL "$p"; }
+		wait "$p" 2>/dev/null || echo "run-pool.sh: serve $p exited with status $?" >&2
 	done
 	for r in "$WORK"/state-*; do
 		ids=$(TOREN_SANDBOX_ROOT=$r "$TOREN" ls --json 2>/dev/null | jq -r '.[].id' 2>/dev/null || true)
+		[ -z "$ids" ] || { echo "run-pool.sh: left in $r after serve's exit:" >&2; TOREN_SANDBOX_ROOT=$r "$TOREN" ls >&2; }
 		# shellcheck disable=SC2086 # one id a word
 		[ -z "$ids" ] || TOREN_SANDBOX_ROOT=$r "$TOREN" rm -f --purge $ids >/dev/null 2>&1 || true
+	done
+	for l in "$WORK"/serve-*.log; do
+		[ "$(wc -l <"$l")" -le 1 ] || { echo "run-pool.sh: $l:" >&2; tail -n 20 "$l" >&2; }
 	done
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-start_serve() { # NAME POOL -> "NAME API ENVD" on stdout
+# not in a command substitution: PIDS must be this shell's, for cleanup
+start_serve() { # NAME POOL -> $WORK/serve-NAME.json {name, api, envd}
 	local name=$1 pool=$2 log=$WORK/serve-$1.log api='' envd=''
 	mkdir -p "$WORK/state-$name"
 	chmod 700 "$WORK/state-$name"
@@ -78,10 +85,13 @@ start_serve() { # NAME POOL -> "NAME API ENVD" on stdout
 		sleep 0.1
 	done
 	[ -n "$envd" ] || { echo "run-pool.sh: serve $name did not start:" >&2; cat "$log" >&2; exit 1; }
-	jq -n --arg n "$name" --arg a "$api" --arg e "$envd" '{name: $n, api: $a, envd: $e}'
+	jq -n --arg n "$name" --arg a "$api" --arg e "$envd" '{name: $n, api: $a, envd: $e}' \
+		>"$WORK/serve-$name.json"
 }
-S0=$(start_serve pool-0 0)
-S1=$(start_serve "pool-$POOL" "$POOL")
+start_serve pool-0 0
+start_serve "pool-$POOL" "$POOL"
+S0=$(cat "$WORK/serve-pool-0.json")
+S1=$(cat "$WORK/serve-pool-$POOL.json")
 sleep 3 # the pooled serve fills its pool before the first round
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 jq -n --arg sdk "$SDK" --argjson rounds "$ROUNDS" --argjson pause "$PAUSE" \

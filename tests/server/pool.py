@@ -164,6 +164,20 @@ def comms(sid):
     return names
 
 
+def changed(sid):
+    """the paths in the sandbox's upper layer and workspace, seen from the host (what the
+    sandbox changed; a directory the mode cannot read counts as one entry)"""
+    root = os.environ.get("TOREN_SANDBOX_ROOT")
+    if not root:
+        return None
+    out = []
+    for part in ("upper", "workspace"):
+        base = os.path.join(root, sid, part)
+        for d, dirs, files in os.walk(base, onerror=lambda e: out.append("unreadable:" + os.path.relpath(e.filename, base))):
+            out += [os.path.join(part, os.path.relpath(os.path.join(d, x), base)) for x in dirs + files]
+    return sorted(out)
+
+
 # --- bad values ---------------------------------------------------------------------------
 for bad, why in (("33", "past 32 per template"), ("base=x", "not a number"),
                  ("nosuchimage=1", "a template not in the store"),
@@ -252,6 +266,9 @@ try:
     t("v=seen" in r.stdout, f"... whose commands see the env ({r.stdout.strip()})")
     names_f = comms(f)
     t(names_b == names_f, f"a claimed sandbox runs the same processes as a fresh one ({names_b} / {names_f})")
+    fb, ff = changed(b), changed(f)
+    t(fb is not None and fb == ff,
+      f"no file was changed by warming: its upper layer and workspace hold what a fresh one's do ({fb} / {ff})")
 
     # --- creates that bypass the pool ----------------------------------------------------------
     t(wait(lambda: ready(api) == 2, 90), "the pool is full again")
