@@ -472,6 +472,21 @@ int ts_pool_claim(struct ts_pool *p, struct ts_backend *be, const struct ts_sb_c
 	return -ENOENT;
 }
 
+bool ts_pool_holds(struct ts_pool *p, const char *ref)
+{
+	size_t len = ref ? strlen(ref) : 0;
+	bool found = false;
+
+	if (!p || !len)
+		return false;
+	pthread_mutex_lock(&p->mu);
+	for (size_t k = 0; k < p->n_tpl && !found; k++)
+		for (size_t i = 0; i < p->tpl[k].n_ready && !found; i++)
+			found = !strncmp(p->tpl[k].ready[i], ref, len);
+	pthread_mutex_unlock(&p->mu);
+	return found;
+}
+
 /* --- GET /v1/pool ------------------------------------------------------------------------ */
 
 void ts_pool_status(void *ctx, struct ts_req *req)

@@ -55,6 +55,8 @@ void ts_pool_free(struct ts_pool *p, struct ts_backend *be);
 int ts_pool_claim(struct ts_pool *p, struct ts_backend *be, const struct ts_sb_create_opts *o,
 		  struct ts_sb **ret);
 
+/* Does ref (an id or an id prefix) name a ready member? NULL p: false. */
+bool ts_pool_holds(struct ts_pool *p, const char *ref);
 /* Is this sandbox a pool member (never listed, never handed to a caller by id)? */
 bool ts_pool_member(const struct ts_sb_info *i);
 

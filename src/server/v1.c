@@ -692,6 +692,11 @@ static void h_delete(void *ctx, struct ts_req *req)
 
 	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_RUN))
 		return;
+	/* the kill below takes id prefixes: none may name a pool member */
+	if (ts_pool_holds(srv->pool, id)) {
+		ts_v1_reply_error(req, "not_found", "sandbox `%.64s` not found", id);
+		return;
+	}
 	/* our cached handle goes first: the sandbox it names is about to be removed */
 	ts_srv_forget(srv, id);
 	r = ts_sb_kill(srv->be, id, &err);

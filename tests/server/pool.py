@@ -223,6 +223,12 @@ try:
     t(st == 404, f"GET /sandboxes/MEMBER: 404 ({st})")
     st, _ = request(api, "GET", "/v1/sandboxes/" + m0[0]) if m0 else (0, None)
     t(st == 404, f"GET /v1/sandboxes/MEMBER: 404 ({st})")
+    st, _ = request(api, "DELETE", "/sandboxes/" + m0[0]) if m0 else (0, None)
+    t(st == 404, f"DELETE /sandboxes/MEMBER: 404 ({st})")
+    st, _ = request(api, "DELETE", "/v1/sandboxes/" + m0[0]) if m0 else (0, None)
+    t(st == 404, f"DELETE /v1/sandboxes/MEMBER: 404 ({st})")
+    st, _ = request(api, "DELETE", "/v1/sandboxes/" + m0[0][:6]) if m0 else (0, None)
+    t(st == 404 and sorted(members()) == sorted(m0), f"DELETE /v1/sandboxes/PREFIX-OF-MEMBER: 404, nothing removed ({st})")
 
     # --- a claim ------------------------------------------------------------------------------
     before = pool(api).get("claimed", 0)
