@@ -227,7 +227,8 @@ int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err);
  * o->metadata (all of them replaced), its created, started and last-use times now, its
  * timeout o->timeout_ms (0: none) counted as o->timeout_absolute says. Nothing else of o
  * is looked at: the caller makes sure the sandbox was built as o would build it.
- * -EINVAL for a bad label or timeout, -EOPNOTSUPP on a backend without it.
+ * -EINVAL for a bad label or timeout, -ESRCH when it does not run, -EOPNOTSUPP on a
+ * backend without it.
  */
 int ts_sb_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, struct ts_error *err);
 /* local: start a stopped sandbox / stop a running one (processes end, files stay). */

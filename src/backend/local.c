@@ -509,6 +509,9 @@ static int local_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, st
 
 	if (r < 0)
 		return r;
+	/* a member whose init died while it waited is no sandbox to hand out */
+	if (!ts_sandbox_running(&s->rec))
+		return ts_err(err, -ESRCH, "sandbox `%s` does not run", s->rec.id);
 	obj = json_object();
 	for (size_t i = 0; obj && i < o->n_metadata; i++) {
 		_cleanup_free_ char *kv = NULL;

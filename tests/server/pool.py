@@ -292,6 +292,18 @@ try:
         st, j, y = create(api, {"metadata": {key: "x"}}, "/v1/sandboxes")
         t(st == 400, f"... in a /v1 create too ({st})")
 
+    # --- a member whose init died is not handed out -----------------------------------------
+    t(wait(lambda: ready(api) == 2, 90), "the pool is full again")
+    dead = members()
+    r = ts("stop", *dead) if dead else None
+    t(r is not None and r.returncode == 0, f"both members stopped behind serve's back ({dead})")
+    st, j, d = create(api, {"templateID": "base"})
+    t(st == 201 and d not in dead, f"a create then gets a sandbox that runs, not a stopped member ({st}, {d})")
+    r = sh(d, "echo alive") if d else None
+    t(r is not None and "alive" in r.stdout, "... which runs commands")
+    t(wait(lambda: not set(dead) & set(x["id"] for x in json.loads(ts("ls", "--json").stdout or "[]")), 30),
+      "... and the stopped members are removed")
+
     # --- serve's exit ------------------------------------------------------------------------
     stop_serve(serve)
     serves.remove(serve)
