@@ -30,6 +30,14 @@ struct unpack {
 	int dirfd;
 	char **opaque; /* relative paths of opaque directories */
 	size_t n_opaque;
+	/* The directory of the last entry (tar order keeps a directory's entries together):
+	 * its fd, opened by the same walk as any other, and its clean path. It stays the
+	 * directory a new walk would open: the walk's directories change only when the
+	 * unpacking removes one (nothing is renamed, hard links are to files), and what an
+	 * entry removes is a child of its own directory, which is the cached one; an entry in
+	 * another directory walks afresh. */
+	int pfd;
+	char pfd_path[PATH_MAX];
 };
 
 __attribute__((format(printf, 2, 3))) static void warn(struct unpack *u, const char *fmt, ...)
@@ -124,6 +132,30 @@ static const char *split(char *path, const char **parent)
 	return slash + 1;
 }
 
+static void drop_parent(struct unpack *u)
+{
+	if (u->pfd >= 0)
+		close(u->pfd);
+	u->pfd = -EBADF;
+}
+
+/* The directory parent (clean, relative) of the layer, made where missing: a borrowed fd
+ * (the cache's), or -errno. */
+static int parent_dir(struct unpack *u, const char *parent)
+{
+	int fd;
+
+	if (u->pfd >= 0 && !strcmp(u->pfd_path, parent))
+		return u->pfd;
+	drop_parent(u);
+	fd = open_dir_beneath(u->dirfd, parent, true);
+	if (fd < 0)
+		return fd;
+	u->pfd = fd;
+	snprintf(u->pfd_path, sizeof(u->pfd_path), "%s", parent);
+	return fd;
+}
+
 /* Make room for a new entry called name in pfd: remove what is there, unless both are
  * directories (then 1: keep it). */
 static int make_room(int pfd, const char *name, bool want_dir)
@@ -179,7 +211,7 @@ static int unpack_entry(struct unpack *u, const struct ts_libarchive *L, struct 
 {
 	const char *raw = L->entry_pathname(e), *parent, *base;
 	char path[PATH_MAX];
-	_cleanup_close_ int pfd = -EBADF;
+	int pfd; /* the cache's: not closed here */
 	unsigned type = (unsigned)L->entry_filetype(e);
 	unsigned mode = (unsigned)L->entry_mode(e) & 07777;
 	uint64_t max_entry = u->o->max_entry_bytes;
@@ -208,7 +240,7 @@ static int unpack_entry(struct unpack *u, const struct ts_libarchive *L, struct 
 		return ts_err(err, -EFBIG, "layer entry `%s` is larger than %llu bytes", raw,
 			      (unsigned long long)max_entry);
 	base = split(path, &parent);
-	pfd = open_dir_beneath(u->dirfd, parent, true);
+	pfd = parent_dir(u, parent);
 	if (pfd < 0) {
 		warn(u,
 		     "skipped `%s`: its directory goes through a symbolic link or is not a "
@@ -619,7 +651,7 @@ int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_
 {
 	struct ts_layer_opts lim = *o;
 	struct ts_libarchive L = { 0 };
-	struct unpack u = { .o = &lim, .st = st, .dirfd = dirfd };
+	struct unpack u = { .o = &lim, .st = st, .dirfd = dirfd, .pfd = -EBADF };
 	struct raw_feed feed = { 0 };
 	struct archive *a;
 	struct archive_entry *e;
@@ -687,6 +719,7 @@ out_a:
 out_dl:
 	dlclose(L.dl);
 out_free:
+	drop_parent(&u);
 	for (size_t i = 0; i < u.n_opaque; i++)
 		free(u.opaque[i]);
 	free(u.opaque);
