@@ -19,7 +19,8 @@
 
 struct ts_gunzip;
 
-/* Whether fd (read with pread at offset 0, its position untouched) starts as gzip does. */
+/* Whether fd starts, at its current position (read with pread, the position untouched), as
+ * gzip does. */
 bool ts_gunzip_is_gzip(int fd);
 
 /* A reader of the gzip stream fd from its current position. -ENOPKG (a message in err)
