@@ -116,6 +116,9 @@ measure() {
 	{
 		printf 'toren-sandbox image pull\t/usr/bin/env TOREN_SANDBOX_ROOT=%s/p-%%i %s image pull --quiet %s big\t/bin/sync\n' \
 			"$s" "$TOREN" "$ref"
+		# the same binary with libarchive's zlib for the layers instead of ISA-L
+		printf 'toren-sandbox image pull, zlib (TOREN_SANDBOX_INFLATE=libarchive)\t/usr/bin/env TOREN_SANDBOX_INFLATE=libarchive TOREN_SANDBOX_ROOT=%s/z-%%i %s image pull --quiet %s big\t/bin/sync\n' \
+			"$s" "$TOREN" "$ref"
 		if [ -n "$BASE_TOREN" ]; then
 			printf 'toren-sandbox image pull at %s\t/usr/bin/env TOREN_SANDBOX_ROOT=%s/b-%%i %s image pull --quiet %s big\t/bin/sync\n' \
 				"$BASE_LABEL" "$s" "$BASE_TOREN" "$ref"

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <nettle/sha2.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "archive-dl.h"
 #include "cleanup.h"
+#include "gunzip.h"
 #include "util.h"
 
 #define MAX_OPAQUE 4096
@@ -28,6 +30,14 @@ struct unpack {
 	int dirfd;
 	char **opaque; /* relative paths of opaque directories */
 	size_t n_opaque;
+	/* The directory of the last entry (tar order keeps a directory's entries together):
+	 * its fd, opened by the same walk as any other, and its clean path. It stays the
+	 * directory a new walk would open: the walk's directories change only when the
+	 * unpacking removes one (nothing is renamed, hard links are to files), and what an
+	 * entry removes is a child of its own directory, which is the cached one; an entry in
+	 * another directory walks afresh. */
+	int pfd;
+	char pfd_path[PATH_MAX];
 };
 
 __attribute__((format(printf, 2, 3))) static void warn(struct unpack *u, const char *fmt, ...)
@@ -122,6 +132,30 @@ static const char *split(char *path, const char **parent)
 	return slash + 1;
 }
 
+static void drop_parent(struct unpack *u)
+{
+	if (u->pfd >= 0)
+		close(u->pfd);
+	u->pfd = -EBADF;
+}
+
+/* The directory parent (clean, relative) of the layer, made where missing: a borrowed fd
+ * (the cache's), or -errno. */
+static int parent_dir(struct unpack *u, const char *parent)
+{
+	int fd;
+
+	if (u->pfd >= 0 && !strcmp(u->pfd_path, parent))
+		return u->pfd;
+	drop_parent(u);
+	fd = open_dir_beneath(u->dirfd, parent, true);
+	if (fd < 0)
+		return fd;
+	u->pfd = fd;
+	snprintf(u->pfd_path, sizeof(u->pfd_path), "%s", parent);
+	return fd;
+}
+
 /* Make room for a new entry called name in pfd: remove what is there, unless both are
  * directories (then 1: keep it). */
 static int make_room(int pfd, const char *name, bool want_dir)
@@ -177,7 +211,7 @@ static int unpack_entry(struct unpack *u, const struct ts_libarchive *L, struct 
 {
 	const char *raw = L->entry_pathname(e), *parent, *base;
 	char path[PATH_MAX];
-	_cleanup_close_ int pfd = -EBADF;
+	int pfd; /* the cache's: not closed here */
 	unsigned type = (unsigned)L->entry_filetype(e);
 	unsigned mode = (unsigned)L->entry_mode(e) & 07777;
 	uint64_t max_entry = u->o->max_entry_bytes;
@@ -206,7 +240,7 @@ static int unpack_entry(struct unpack *u, const struct ts_libarchive *L, struct 
 		return ts_err(err, -EFBIG, "layer entry `%s` is larger than %llu bytes", raw,
 			      (unsigned long long)max_entry);
 	base = split(path, &parent);
-	pfd = open_dir_beneath(u->dirfd, parent, true);
+	pfd = parent_dir(u, parent);
 	if (pfd < 0) {
 		warn(u,
 		     "skipped `%s`: its directory goes through a symbolic link or is not a "
@@ -384,20 +418,116 @@ static int apply_opaque(struct unpack *u, struct ts_error *err)
 }
 
 /*
- * The diff_id in the unpacking pass: a second reader (format raw: the stream as it is,
- * filters on) decompresses the layer, and its output, hashed on the way, is the input of
- * the tar reader (no filters: nothing left to decompress).
+ * The diff_id in the unpacking pass: a second reader (ISA-L for gzip, else libarchive's
+ * format raw: the stream as it is, filters on) decompresses the layer, and its output,
+ * hashed on the way, is the input of the tar reader (no filters: nothing left to
+ * decompress). Decompressing and hashing run in a thread of their own, FEED_SLOTS buffers
+ * ahead of the tar reader, which writes the files: the two halves of the work on two
+ * CPUs. The thread touches only the feed (its reader, the hash, the counters) and stops
+ * at the tar reader's request or the stream's end; everything of the feed is read by the
+ * unpacking only after feed_stop has joined it, or under the lock.
  */
+#define FEED_BUF (256 * 1024)
+#define FEED_SLOTS 4
+
 struct raw_feed {
 	const struct ts_libarchive *L;
 	struct archive *raw;
+	struct ts_gunzip *gz;	/* a gzip layer, decompressed by ISA-L instead of raw */
+	struct ts_error gz_err; /* what gz said went wrong */
 	struct sha256_ctx h;
 	uint64_t total, max;
-	char *buf;
-	int error; /* 0, -EFBIG past max, -EIO a damaged stream */
+	char *buf; /* FEED_SLOTS buffers of FEED_BUF */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thread;
+	bool started;
+	/* under mu: */
+	size_t len[FEED_SLOTS];
+	unsigned head, tail; /* buffers filled, buffers given back by the tar reader */
+	bool holding;	     /* the tar reader has buffer tail (valid until its next read) */
+	bool stop;	     /* the tar reader needs no more */
+	bool ended;	     /* the thread filled its last buffer (end or error) */
+	int error;	     /* 0, -EFBIG past max, -EIO a damaged stream */
 };
 
-#define FEED_BUF (64 * 1024)
+static void *feed_thread(void *data)
+{
+	struct raw_feed *f = data;
+
+	for (;;) {
+		unsigned slot;
+		char *out;
+		la_ssize_t n;
+		int error = 0;
+
+		pthread_mutex_lock(&f->mu);
+		while (f->head - f->tail >= FEED_SLOTS && !f->stop)
+			pthread_cond_wait(&f->cv, &f->mu);
+		slot = f->head % FEED_SLOTS;
+		if (f->stop) {
+			f->ended = true;
+			pthread_mutex_unlock(&f->mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&f->mu);
+		out = f->buf + (size_t)slot * FEED_BUF;
+		n = f->gz ? ts_gunzip_read(f->gz, out, FEED_BUF, &f->gz_err)
+			  : f->L->read_data(f->raw, out, FEED_BUF);
+		if (n < 0) {
+			error = -EIO;
+		} else {
+			f->total += (uint64_t)n;
+			if (f->total > f->max)
+				error = -EFBIG;
+			else
+				sha256_update(&f->h, (size_t)n, (const uint8_t *)out);
+		}
+		pthread_mutex_lock(&f->mu);
+		if (error || n == 0) {
+			f->error = error;
+			f->ended = true;
+		} else {
+			f->len[slot] = (size_t)n;
+			f->head++;
+		}
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		if (error || n == 0)
+			return NULL;
+	}
+}
+
+static int feed_start(struct raw_feed *f)
+{
+	int r;
+
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	r = pthread_create(&f->thread, NULL, feed_thread, f);
+	if (r) {
+		pthread_mutex_destroy(&f->mu);
+		pthread_cond_destroy(&f->cv);
+		return -r;
+	}
+	f->started = true;
+	return 0;
+}
+
+/* Ask the thread to stop and wait for it; the feed is the caller's alone then. */
+static void feed_stop(struct raw_feed *f)
+{
+	if (!f->started)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->stop = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pthread_join(f->thread, NULL);
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	f->started = false;
+}
 
 static la_ssize_t feed_read(struct archive *a, void *data, const void **buf)
 {
@@ -405,20 +535,22 @@ static la_ssize_t feed_read(struct archive *a, void *data, const void **buf)
 	la_ssize_t n;
 
 	(void)a;
-	if (f->error)
-		return -1;
-	n = f->L->read_data(f->raw, f->buf, FEED_BUF);
-	if (n < 0) {
-		f->error = -EIO;
-		return -1;
+	pthread_mutex_lock(&f->mu);
+	if (f->holding) {
+		f->tail++;
+		f->holding = false;
+		pthread_cond_broadcast(&f->cv);
 	}
-	f->total += (uint64_t)n;
-	if (f->total > f->max) {
-		f->error = -EFBIG;
-		return -1;
+	while (f->head == f->tail && !f->ended)
+		pthread_cond_wait(&f->cv, &f->mu);
+	if (f->head == f->tail) {
+		n = f->error ? -1 : 0;
+	} else {
+		*buf = f->buf + (size_t)(f->tail % FEED_SLOTS) * FEED_BUF;
+		n = (la_ssize_t)f->len[f->tail % FEED_SLOTS];
+		f->holding = true;
 	}
-	sha256_update(&f->h, (size_t)n, (const uint8_t *)f->buf);
-	*buf = f->buf;
+	pthread_mutex_unlock(&f->mu);
 	return n;
 }
 
@@ -426,19 +558,38 @@ static la_ssize_t feed_read(struct archive *a, void *data, const void **buf)
 static int feed_drain(struct raw_feed *f)
 {
 	const void *b;
+	la_ssize_t n;
 
-	while (!f->error && feed_read(NULL, f, &b) > 0)
+	while ((n = feed_read(NULL, f, &b)) > 0)
 		;
-	return f->error;
+	return n < 0 ? -EIO : 0;
 }
 
+/* The thread's error (after feed_stop). */
 static int feed_error(struct raw_feed *f, struct ts_error *err)
 {
 	if (f->error == -EFBIG)
 		return ts_err(err, -EFBIG, "layer unpacks to more than %llu bytes",
 			      (unsigned long long)f->max);
+	if (f->gz)
+		return ts_err(err, -EIO, "%s", f->gz_err.msg);
 	return ts_err(err, -EIO, "decompress layer: %s",
 		      f->L->error_string(f->raw) ? f->L->error_string(f->raw) : "damaged");
+}
+
+/* A gzip layer through ISA-L (*gz), or NULL in *gz: libarchive decompresses it (another
+ * compression, no libisal.so.2, or TOREN_SANDBOX_INFLATE=libarchive, which the bench uses
+ * to compare the two in the same run). */
+static int open_gzip(int fd, struct ts_gunzip **gz, struct ts_error *err)
+{
+	const char *how = getenv("TOREN_SANDBOX_INFLATE");
+	int r;
+
+	*gz = NULL;
+	if ((how && !strcmp(how, "libarchive")) || !ts_gunzip_is_gzip(fd))
+		return 0;
+	r = ts_gunzip_open(fd, gz, err);
+	return r == -ENOPKG ? 0 : r;
 }
 
 /* Open a on the layer fd: directly, or through f (f->raw set up here) for the diff_id. */
@@ -448,6 +599,7 @@ static int open_layer(const struct ts_libarchive *L, struct archive *a, int fd, 
 	__typeof__(archive_read_support_format_raw) *raw;
 	__typeof__(archive_read_open) *open_cb;
 	struct archive_entry *e;
+	int r;
 
 	L->support_tar(a); /* layers are tar archives, nothing else */
 	if (!f) {
@@ -462,18 +614,30 @@ static int open_layer(const struct ts_libarchive *L, struct archive *a, int fd, 
 	if (!raw || !open_cb)
 		return ts_err(err, -ENOPKG, "libarchive has no raw format or no archive_read_open");
 	f->L = L;
-	f->buf = malloc(FEED_BUF);
-	f->raw = L->read_new();
-	if (!f->buf || !f->raw)
+	f->buf = malloc((size_t)FEED_SLOTS * FEED_BUF);
+	if (!f->buf)
 		return ts_err(err, -ENOMEM, "out of memory");
-	ts_libarchive_enable_filters(L, f->raw);
-	raw(f->raw);
-	if (L->open_fd(f->raw, fd, 64 * 1024) != ARCHIVE_OK ||
-	    L->next_header(f->raw, &e) != ARCHIVE_OK)
-		return ts_err(err, -EINVAL, "layer is unreadable: %s",
-			      L->error_string(f->raw) ? L->error_string(f->raw) : "damaged");
+	r = open_gzip(fd, &f->gz, err);
+	if (r < 0)
+		return r;
+	if (!f->gz) {
+		f->raw = L->read_new();
+		if (!f->raw)
+			return ts_err(err, -ENOMEM, "out of memory");
+		ts_libarchive_enable_filters(L, f->raw);
+		raw(f->raw);
+		if (L->open_fd(f->raw, fd, 64 * 1024) != ARCHIVE_OK ||
+		    L->next_header(f->raw, &e) != ARCHIVE_OK)
+			return ts_err(err, -EINVAL, "layer is unreadable: %s",
+				      L->error_string(f->raw) ? L->error_string(f->raw)
+							      : "damaged");
+	}
 	sha256_init(&f->h);
+	r = feed_start(f);
+	if (r < 0)
+		return ts_err_errno(err, r, "start the layer's decompression thread");
 	if (open_cb(a, f, NULL, feed_read, NULL) != ARCHIVE_OK) {
+		feed_stop(f);
 		if (f->error)
 			return feed_error(f, err);
 		return ts_err(err, -EINVAL, "layer is not a tar archive: %s",
@@ -487,7 +651,7 @@ int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_
 {
 	struct ts_layer_opts lim = *o;
 	struct ts_libarchive L = { 0 };
-	struct unpack u = { .o = &lim, .st = st, .dirfd = dirfd };
+	struct unpack u = { .o = &lim, .st = st, .dirfd = dirfd, .pfd = -EBADF };
 	struct raw_feed feed = { 0 };
 	struct archive *a;
 	struct archive_entry *e;
@@ -521,20 +685,20 @@ int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_
 		if (h == ARCHIVE_EOF)
 			break;
 		if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
-			r = feed.error ? feed_error(&feed, err)
-				       : ts_err(err, -EIO, "read layer: %s",
-						L.error_string(a) ? L.error_string(a)
-								  : "damaged archive");
+			r = ts_err(err, -EIO, "read layer: %s",
+				   L.error_string(a) ? L.error_string(a) : "damaged archive");
 			break;
 		}
 		r = unpack_entry(&u, &L, a, e, err);
 		if (r < 0)
 			break;
 	}
-	/* a stream error seen by the tar reader as its data's end or a short entry */
-	if (r == -EIO && feed.error)
-		r = feed_error(&feed, err);
 	if (r == 0 && lim.diff_id && feed_drain(&feed) < 0)
+		r = -EIO;
+	feed_stop(&feed);
+	/* a stream error seen by the tar reader as a damaged header, its data's end or a short
+	 * entry, or after the tar's end: the decompression's own words */
+	if (r == -EIO && feed.error)
 		r = feed_error(&feed, err);
 	if (r == 0)
 		r = apply_opaque(&u, err);
@@ -546,17 +710,57 @@ int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_
 			snprintf(lim.diff_id + 2 * i, 3, "%02x", d[i]);
 	}
 out_a:
+	feed_stop(&feed);
 	L.read_free(a);
 	if (feed.raw)
 		L.read_free(feed.raw);
+	ts_gunzip_free(feed.gz);
 	free(feed.buf);
 out_dl:
 	dlclose(L.dl);
 out_free:
+	drop_parent(&u);
 	for (size_t i = 0; i < u.n_opaque; i++)
 		free(u.opaque[i]);
 	free(u.opaque);
 	return r;
+}
+
+/* ts_layer_diff_id of a gzip layer through ISA-L; 1: not that way (open_gzip). */
+static int gzip_diff_id(int fd, uint64_t max_bytes, char *hex, struct ts_error *err)
+{
+	struct ts_gunzip *gz = NULL;
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	uint64_t total = 0;
+	ssize_t n;
+	int r = open_gzip(fd, &gz, err);
+
+	if (r < 0 || !gz)
+		return r < 0 ? r : 1;
+	buf = malloc(FEED_BUF);
+	if (!buf) {
+		ts_gunzip_free(gz);
+		return ts_err(err, -ENOMEM, "out of memory");
+	}
+	sha256_init(&h);
+	while ((n = ts_gunzip_read(gz, buf, FEED_BUF, err)) > 0) {
+		total += (uint64_t)n;
+		if (total > max_bytes) {
+			ts_gunzip_free(gz);
+			return ts_err(err, -EFBIG, "layer unpacks to more than %llu bytes",
+				      (unsigned long long)max_bytes);
+		}
+		sha256_update(&h, (size_t)n, buf);
+	}
+	ts_gunzip_free(gz);
+	if (n < 0)
+		return (int)n;
+	sha256_digest(&h, sizeof(d), d);
+	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	return 0;
 }
 
 int ts_layer_diff_id(int fd, uint64_t max_bytes, char *hex, struct ts_error *err)
@@ -574,6 +778,9 @@ int ts_layer_diff_id(int fd, uint64_t max_bytes, char *hex, struct ts_error *err
 
 	if (!max_bytes)
 		max_bytes = 16ULL << 30;
+	r = gzip_diff_id(fd, max_bytes, hex, err);
+	if (r != 1)
+		return r;
 	r = ts_libarchive_load(&L, err);
 	if (r < 0)
 		return r;

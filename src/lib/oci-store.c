@@ -670,6 +670,14 @@ struct import {
 	uint64_t blob_base; /* prog.bytes_done before the layer in flight */
 	bool in_layer;	    /* a layer is being downloaded (not a manifest or config) */
 	bool relock;	    /* a pull: the store's lock is taken again only to unpack */
+	/* Layers unpacked into tmp/layer-<key>-<pid> and checked, waiting for the one syncfs
+	 * (finish_layers) after which they are renamed into place: one wait for the disk per
+	 * import instead of one per layer, and a layer in layers/ is still complete after a
+	 * crash. diff: what diffids/<key> records once it is in place. */
+	struct {
+		char key[65], diff[72];
+	} pending[TS_OCI_MAX_LAYERS];
+	size_t n_pending;
 };
 
 static void tell(struct import *im, enum ts_oci_phase phase)
@@ -677,6 +685,17 @@ static void tell(struct import *im, enum ts_oci_phase phase)
 	im->prog.phase = phase;
 	if (im->progress)
 		im->progress(im->userdata, &im->prog);
+}
+
+/* Where the layer key is: its tmp/ directory while it is pending, else layers/sha256/. */
+static void layer_path(struct import *im, const char *key, char *out, size_t len)
+{
+	for (size_t i = 0; i < im->n_pending; i++)
+		if (!strcmp(im->pending[i].key, key)) {
+			snprintf(out, len, "tmp/layer-%s-%d", key, (int)getpid());
+			return;
+		}
+	snprintf(out, len, "layers/sha256/%s", key);
 }
 
 /* Unpack the verified layer blob (fd) as layers/sha256/<key>, on top of the layers in
@@ -712,8 +731,7 @@ static int unpack_layer(struct import *im, int fd, const char *key, const char *
 	json_array_foreach(im->layers, i, l) {
 		char p[128];
 
-		snprintf(p, sizeof(p), "layers/sha256/%s",
-			 json_string_value(json_object_get(l, "key")));
+		layer_path(im, json_string_value(json_object_get(l, "key")), p, sizeof(p));
 		lower_fds[n_lowers] =
 			openat(im->s->fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (lower_fds[n_lowers] >= 0)
@@ -744,11 +762,9 @@ static int unpack_layer(struct import *im, int fd, const char *key, const char *
 		r = 1;
 		goto out;
 	}
-	syncfs(dfd);
-	if (renameat(im->s->fd, tmp, im->s->fd, final) < 0) {
-		r = ts_err_errno(err, -errno, "install layer `%s/%s`", im->s->dir, final);
-		ts_rm_rf_at(im->s->fd, tmp);
-	}
+	/* renamed into place by finish_layers, after the syncfs */
+	snprintf(im->pending[im->n_pending].key, sizeof(im->pending[0].key), "%s", key);
+	im->pending[im->n_pending++].diff[0] = '\0';
 out:
 	for (i = 0; i < n_lowers; i++)
 		close(lower_fds[i]);
@@ -813,6 +829,13 @@ static int note_diff_id(struct import *im, const char *key, const char *hex, str
 {
 	char p[128], tmp[160], text[80];
 	_cleanup_close_ int fd = -EBADF;
+
+	for (size_t i = 0; i < im->n_pending; i++)
+		if (!strcmp(im->pending[i].key, key) && !im->pending[i].diff[0]) {
+			/* recorded when the layer is in place (finish_layers) */
+			snprintf(im->pending[i].diff, sizeof(im->pending[i].diff), "%s", hex);
+			return 0;
+		}
 
 	snprintf(p, sizeof(p), "diffids/%s", key);
 	snprintf(tmp, sizeof(tmp), "tmp/diffid-%s-%d", key, (int)getpid());
@@ -938,12 +961,53 @@ static int pick_manifest(struct import *im, json_t *idx, const char *ref, int de
 	return *ret ? 0 : ts_err(err, -ENOMEM, "out of memory");
 }
 
+/*
+ * The pending layers into place: one syncfs of the store's file system for all of them
+ * (what the per-layer syncfs did: the files of a layer reach the disk before its name
+ * does), then each renamed and its diff_id recorded. Also on a failed import, so that
+ * the layers checked before the failure are kept as a later pull's cache, as they were
+ * when each went into place on its own.
+ */
+static int finish_layers(struct import *im, struct ts_error *err)
+{
+	int r = 0;
+
+	if (!im->n_pending)
+		return 0;
+	syncfs(im->s->fd);
+	for (size_t i = 0; i < im->n_pending; i++) {
+		char final[128], tmp[128], diff[72];
+		int q;
+
+		snprintf(final, sizeof(final), "layers/sha256/%s", im->pending[i].key);
+		snprintf(tmp, sizeof(tmp), "tmp/layer-%s-%d", im->pending[i].key, (int)getpid());
+		snprintf(diff, sizeof(diff), "%s", im->pending[i].diff);
+		if (r < 0 || renameat(im->s->fd, tmp, im->s->fd, final) < 0) {
+			if (r == 0)
+				r = ts_err_errno(err, -errno, "install layer `%s/%s`", im->s->dir,
+						 final);
+			ts_rm_rf_at(im->s->fd, tmp);
+			continue;
+		}
+		/* a layer in place without a record is fetched and checked again: no harm */
+		im->pending[i].key[0] = '\0';
+		if (diff[0] &&
+		    (q = note_diff_id(im, final + strlen("layers/sha256/"), diff, err)) < 0)
+			r = q;
+	}
+	im->n_pending = 0;
+	return r;
+}
+
 static int record(struct import *im, const char *name, const char *source, const char *manifest_hex,
 		  const char *config_hex, struct ts_error *err)
 {
 	json_t *idx = NULL, *entry;
-	int r = read_index(im->s, &idx, err);
+	int r = finish_layers(im, err);
 
+	if (r < 0)
+		return r;
+	r = read_index(im->s, &idx, err);
 	if (r < 0)
 		return r;
 	entry = json_pack("{s:s+,s:s+,s:O,s:s,s:I}", "digest", "sha256:", manifest_hex, "config",
@@ -1413,6 +1477,8 @@ int ts_oci_import(const char *root, const char *src, const char *name, uint64_t 
 			   src);
 	}
 out:
+	/* a failed import keeps the layers it checked (no-op after record) */
+	finish_layers(&im, NULL);
 	json_decref(im.layers);
 	store_close(&s);
 	return r;
@@ -1553,6 +1619,8 @@ out:
 	json_decref(topj);
 	json_decref(desc);
 	ts_reg_free(reg);
+	/* a failed import keeps the layers it checked (no-op after record) */
+	finish_layers(&im, NULL);
 	json_decref(im.layers);
 	store_close(&s);
 	return r;
@@ -1628,6 +1696,8 @@ int ts_oci_import_tar(const char *root, const char *tar, const char *name, const
 out:
 	json_decref(cfg);
 	json_decref(man);
+	/* a failed import keeps the layers it checked (no-op after record) */
+	finish_layers(&im, NULL);
 	json_decref(im.layers);
 	store_close(&s);
 	return r;
