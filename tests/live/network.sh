@@ -150,6 +150,22 @@ if [ -n "$id" ] && "$cli" exec "$id" -- true >/dev/null 2>&1; then
 		[ $((a4 - b4)) = 3 ] && [ $((a6 - b6)) = 2 ] && [ $((aall - ball)) = 5 ]
 	tap_result $? "inspect counts the connections made: +3 IPv4, +2 IPv6 (before: $before; after: $after; ${out//$'\n'/ })"
 	tap_is "$aip6" True "inspect says the sandbox has IPv6"
+	# the helper counts only the process the pid and start time name (a pidfd against reuse)
+	read -r ipid istart <<<"$("$cli" inspect "$id" 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; print(d["init"]["pid"], d["init"]["start_time"])' 2>&1)"
+	out=$("$TS_HELPER" --net-counters "$ipid" "$istart" 2>&1)
+	[[ $out == *"connections_ipv4 $a4"* ]]
+	tap_result $? "helper --net-counters PID START reads the init's counters (${out//$'\n'/ })"
+	out=$("$TS_HELPER" --net-counters "$ipid" "$((istart + 1))" 2>&1)
+	rc=$?
+	[ $rc = 125 ] && [[ $out == *"is not the sandbox's init any more"* ]] && [[ $out != *connections_* ]]
+	tap_result $? "the same pid with another start time (a reused pid) is refused, nothing counted ($rc: $out)"
+	sleep 30 & other=$!
+	ostart=$(awk '{sub(/.*\) /, ""); print $20}' /proc/$other/stat)
+	out=$("$TS_HELPER" --net-counters "$other" "$istart" 2>&1)
+	rc=$?
+	kill $other 2>/dev/null; wait $other 2>/dev/null
+	[ $rc = 125 ] && [[ $out == *"started at $ostart"* ]] && [[ $out != *connections_* ]]
+	tap_result $? "another process's pid with the init's start time is refused ($rc: $out)"
 	"$cli" stop "$id" >/dev/null 2>&1
 	for _ in $(seq 50); do [ -z "$(egress_procs)" ] && break; sleep 0.1; done
 	tap_is "$(egress_procs)" "" "durable: stop ends the egress process"
