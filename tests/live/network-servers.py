@@ -137,7 +137,7 @@ def refused(addr, port, bind=False):
     """A connection attempt that must fail at once; returns (ok, detail)."""
     fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_STREAM)
-    s.settimeout(3 if bind and fam == socket.AF_INET6 else 5)
+    s.settimeout(5)
     if bind:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0")
     t = time.monotonic()
@@ -150,14 +150,15 @@ def refused(addr, port, bind=False):
         good = e.errno in (errno.EACCES, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EPERM)
         if addr.startswith(("127.", "::ffff:127.")) or addr == "::1":
             good = good or e.errno == errno.ECONNREFUSED  # the sandbox's own loopback
+        if bind and fam == socket.AF_INET6:
+            # the netfilter rules answer a bound socket's TCP with a reset (their ICMPv6
+            # error would not reach it)
+            good = good or e.errno == errno.ECONNREFUSED
         if "%" in addr:
             # link-local: the egress interface has no link-local address to send from
             good = good or e.errno in (errno.EINVAL, errno.EADDRNOTAVAIL)
         if isinstance(e, socket.timeout) or e.errno == errno.ETIMEDOUT:
-            # IPv6 bound to the interface: the netfilter rules reject the packet, but the
-            # kernel does not hand the ICMPv6 error to a socket bound to eth0 (it arrives
-            # on lo): the connect times out, nothing left
-            return bind and fam == socket.AF_INET6, "timed out in %.3f s" % dt
+            return False, "timed out in %.3f s" % dt
         return good and dt < 1.0, "%s in %.3f s" % (errno.errorcode.get(e.errno, e.errno), dt)
 
 
