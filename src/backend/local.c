@@ -382,7 +382,8 @@ static void info_from_rec(struct ts_sandbox_rec *rec, bool query, const struct t
 	j = ts_sb_rec_json(rec, &live, now);
 	/* one sandbox's details only: the counters cost a run of the helper */
 	if (helper && live.running)
-		ts_sb_net_counters(helper, rec->init_pid, json_object_get(j, "network"));
+		ts_sb_net_counters(helper, rec->init_pid, rec->init_start,
+				   json_object_get(j, "network"));
 	i->details = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
 	json_decref(j);
 	i->metadata = calloc(json_object_size(labels) + 1, sizeof(char *));

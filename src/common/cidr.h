@@ -75,13 +75,23 @@ bool ts_cidr_blocked(int family, const unsigned char *addr);
 #define TS_NET_CIDR "169.254.1.0/24"
 #define TS_NET_MTU 65520
 /*
- * IPv6, where the host and the egress program offer it (pasta only): the sandbox's
+ * IPv6, where the host and the egress program offer it (pasta): the sandbox's
  * address (a unique local address of ours, itself inside the blocked fc00::/7: nothing
  * but the sandbox answers for it) and the gateway the program answers for. DNS stays on
  * the one IPv4 forwarder above (AAAA answers come through it too).
  */
 #define TS_NET_ADDR6 "fd00:7473:6278::100"
 #define TS_NET_GATEWAY6 "fe80::1"
+/*
+ * slirp4netns (1.2.0) has a fixed IPv6 network, fd00::/64 with its host at fd00::2 (the
+ * host's loopback unless --disable-host-loopback, which covers IPv6 too) and DNS at
+ * fd00::3, and routes from its link-local fe80::2: an address of that prefix, alone
+ * (/128: no on-link route of ours; the one its router advertisements add is outdone by a
+ * prohibit route for the prefix, net.c).
+ */
+#define TS_NET_ADDR6_SLIRP "fd00::100"
+#define TS_NET_SLIRP_NET6 "fd00::/64"
+#define TS_NET_GATEWAY6_SLIRP "fe80::2"
 
 /*
  * Whether this network namespace (read from /proc/net/ipv6_route) has a usable IPv6

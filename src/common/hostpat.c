@@ -107,10 +107,8 @@ int ts_hostpat_parse(const char *s, struct ts_hostpat *ret, char *why, size_t wh
 		snprintf(why, why_len, "`*` only as the whole first label, like *.example.com");
 		return -EINVAL;
 	}
-	if (len && s[len - 1] == '.') {
-		snprintf(why, why_len, "no trailing dot");
-		return -EINVAL;
-	}
+	/* name_check drops one trailing dot: `name.` and `name` are one entry, as on the
+	 * wire (the proxy resolves every name as absolute) */
 	if (name_check(s, len, p.name, why, why_len) < 0)
 		return -EINVAL;
 	*ret = p;

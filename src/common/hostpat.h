@@ -12,7 +12,8 @@
  *
  * A name is LDH labels (letters, digits, hyphens; 1..63 bytes, no hyphen first or last),
  * at most 253 bytes, its last label not all digits (so that no name reads as an address);
- * compared without case and without a trailing dot.
+ * compared without case and without one trailing dot, in a pattern as on the wire
+ * (`api.github.com.` and `api.github.com` are one entry).
  */
 #include <stdbool.h>
 #include <stddef.h>

@@ -324,8 +324,8 @@ int main(int argc, char **argv)
 	 * SIGCHLD would leave nothing to wait for */
 	ts_signals_reset();
 	/* a mode of its own, no sandbox: read a running one's connection counters */
-	if (argc == 3 && !strcmp(argv[1], "--net-counters")) {
-		if (ts_netcount_print(argv[2], &err) < 0) {
+	if (argc == 4 && !strcmp(argv[1], "--net-counters")) {
+		if (ts_netcount_print(argv[2], argv[3], &err) < 0) {
 			fprintf(stderr, "toren-sandbox-helper: %s\n", err.msg);
 			return TS_HELPER_EXIT_SETUP;
 		}

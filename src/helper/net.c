@@ -161,6 +161,12 @@ int ts_net_rules(const struct ts_helper_ctx *ctx, struct ts_net_rule *rules, siz
 	for (size_t i = 0; i < np->n_host; i++)
 		if (np->host[i].family == AF_INET || np->ipv6)
 			ADD(np->host[i], false, false, true);
+	/* slirp4netns advertises its fd00::/64 as on-link (router advertisements nothing
+	 * here can turn off: /proc/sys is read-only), which would route fd00::2 (its host)
+	 * and fd00::3 past fc00::/7's block: prohibited as a prefix of its own, with a
+	 * lower metric than the kernel gives the advertised route */
+	if (np->mode == TS_NET_SLIRP && np->ipv6 && cidr_const(TS_NET_SLIRP_NET6, &c) == 0)
+		ADD(c, false, false, true);
 	for (size_t i = 0; i < np->n_deny; i++)
 		if (np->deny[i].family == AF_INET || np->ipv6)
 			ADD(np->deny[i], false, false, true);
@@ -320,6 +326,7 @@ int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err)
 	struct ts_cidr any4 = { .family = AF_INET }, any6 = { .family = AF_INET6 }, dns;
 	struct nl_sock *sk = NULL;
 	const char *what = "";
+	bool slirp = ctx->net.mode == TS_NET_SLIRP;
 	int ifindex, r;
 
 	/* the proxy's mode has `lo` only: its socket is made by ts_net_proxy_listen */
@@ -327,8 +334,8 @@ int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err)
 		return 0;
 	if (inet_pton(AF_INET, TS_NET_ADDR, &addr) != 1 ||
 	    inet_pton(AF_INET, TS_NET_GATEWAY, &gw) != 1 ||
-	    inet_pton(AF_INET6, TS_NET_ADDR6, &addr6) != 1 ||
-	    inet_pton(AF_INET6, TS_NET_GATEWAY6, &gw6) != 1)
+	    inet_pton(AF_INET6, slirp ? TS_NET_ADDR6_SLIRP : TS_NET_ADDR6, &addr6) != 1 ||
+	    inet_pton(AF_INET6, slirp ? TS_NET_GATEWAY6_SLIRP : TS_NET_GATEWAY6, &gw6) != 1)
 		return ts_err(err, -EINVAL, "bad built-in address");
 	if (ts_cidr_parse(TS_NET_DNS, &dns) < 0)
 		return ts_err(err, -EINVAL, "bad built-in address");
@@ -357,7 +364,8 @@ int ts_net_egress_setup(const struct ts_helper_ctx *ctx, struct ts_error *err)
 	if ((r = add_route(sk, &any4, RTN_UNICAST, 0, &gw, ifindex)) < 0)
 		goto out;
 	if (ctx->net.ipv6) {
-		what = "add address " TS_NET_ADDR6 "/128";
+		what = slirp ? "add address " TS_NET_ADDR6_SLIRP "/128"
+			     : "add address " TS_NET_ADDR6 "/128";
 		if ((r = add_address(sk, ifindex, AF_INET6, &addr6)) < 0)
 			goto out;
 		what = "add the IPv6 default route";

@@ -30,9 +30,11 @@ int ts_netproc_host_addrs(struct ts_helper_ctx *ctx, struct ts_error *err)
 	struct ifaddrs *list = NULL;
 	size_t n4 = 0, n6 = 0;
 
-	/* pasta carries IPv6 when the host has a default route for it; slirp4netns is kept
-	 * to IPv4 (its IPv6 is experimental and maps its own prefix to the host) */
-	ctx->net.ipv6 = ctx->net.mode == TS_NET_PASTA && ts_cidr_host_has_ipv6_route();
+	/* pasta and slirp4netns carry IPv6 when the host has a default route for it
+	 * (slirp4netns's host address fd00::2 would be the host's ::1: --disable-host-loopback
+	 * refuses it, and it is in the blocked fc00::/7 anyway) */
+	ctx->net.ipv6 = (ctx->net.mode == TS_NET_PASTA || ctx->net.mode == TS_NET_SLIRP) &&
+			ts_cidr_host_has_ipv6_route();
 	if (getifaddrs(&list) < 0)
 		return ts_err_errno(err, -errno, "list the host's addresses");
 	ctx->net.n_host = 0;
@@ -162,6 +164,8 @@ static void build_argv(const struct ts_helper_ctx *ctx, pid_t child, struct prog
 		/* the gateway would otherwise be the host's loopback */
 		push(a, "--disable-host-loopback");
 		push(a, "--cidr=" TS_NET_CIDR);
+		if (ctx->net.ipv6)
+			push(a, "--enable-ipv6");
 		push(a, "--ready-fd=3");
 		push(a, "--exit-fd=4");
 		snprintf(a->bufs[1], sizeof(a->bufs[1]), "--userns-path=/proc/%d/ns/user",

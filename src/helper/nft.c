@@ -25,6 +25,8 @@
 #define CHAIN "egress"
 /* after CHAIN on the same hook: sees only what CHAIN accepted */
 #define COUNT_CHAIN "count"
+/* a regular chain: how an IPv6 destination is refused (verdict_reset) */
+#define REFUSE6_CHAIN "refuse6"
 /* the batch: 2 + 2 messages around the rules; each rule is well under 1 KiB */
 #define MAX_BATCH (256 * 1024)
 
@@ -201,6 +203,42 @@ static int verdict(struct nl_msg *m, bool accept)
 	return expr_end(m, e, d, r);
 }
 
+/*
+ * A TCP reset back to the sender. For IPv6 the ICMPv6 error of verdict() does not reach a
+ * socket bound to the interface (SO_BINDTODEVICE): the kernel generates it on `lo` and
+ * looks the socket up by the device it arrived on. A reset is a packet to our own
+ * address, delivered as coming in on the interface that address is on: such a connect
+ * fails at once (ECONNREFUSED) instead of timing out.
+ */
+static int verdict_reset(struct nl_msg *m)
+{
+	long d = -1, e = expr_begin(m, "reject", &d);
+	int r = e >= 0 ? put_be32(m, NFTA_REJECT_TYPE, NFT_REJECT_TCP_RST) : -ENOMEM;
+
+	return expr_end(m, e, d, r);
+}
+
+/* Go on in chain (a regular chain of TABLE), as a subroutine. */
+static int verdict_jump(struct nl_msg *m, const char *chain)
+{
+	long d = -1, e = expr_begin(m, "immediate", &d);
+	int r = e >= 0 ? put_be32(m, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT) : -ENOMEM;
+
+	if (r == 0) {
+		long data = ts_nla_nest(m, NFTA_IMMEDIATE_DATA);
+		long v = data >= 0 ? ts_nla_nest(m, NFTA_DATA_VERDICT) : -1;
+
+		if (v < 0 || put_be32(m, NFTA_VERDICT_CODE, (uint32_t)NFT_JUMP) < 0 ||
+		    ts_nla_put_str(m, NFTA_VERDICT_CHAIN, chain) < 0) {
+			r = -ENOMEM;
+		} else {
+			ts_nla_nest_end(m, v);
+			ts_nla_nest_end(m, data);
+		}
+	}
+	return expr_end(m, e, d, r);
+}
+
 static int objref_counter(struct nl_msg *m, const char *name)
 {
 	long d = -1, e = expr_begin(m, "objref", &d);
@@ -218,15 +256,16 @@ enum match {
 	MATCH_PORT,	/* l4proto and destination port */
 	MATCH_TCP_SYN,	/* TCP with SYN and without ACK: a connection's first packet */
 	MATCH_ICMP6_ND, /* ICMPv6 of type `port` (neighbour solicitation, advertisement) */
+	MATCH_TCP,	/* TCP; refused with a reset */
 };
 
 /*
  * One rule of chain: out of ifindex, of family nfproto; with c, to that prefix; then the
  * match; then accept, reject or (with counter) count in that named counter.
  */
-static void add_rule_in(struct batch *b, const char *chain, int ifindex, uint8_t nfproto,
-			const struct ts_cidr *c, enum match match, uint8_t l4proto, uint16_t port,
-			bool accept, const char *counter)
+static void add_rule_v(struct batch *b, const char *chain, int ifindex, uint8_t nfproto,
+		       const struct ts_cidr *c, enum match match, uint8_t l4proto, uint16_t port,
+		       bool accept, const char *counter, const char *jump)
 {
 	struct nl_msg *m = nft_msg(b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE,
 				   NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK, NFPROTO_INET);
@@ -290,7 +329,10 @@ static void add_rule_in(struct batch *b, const char *chain, int ifindex, uint8_t
 			r = cmp_eq(m, &type, 1);
 	}
 	if (r == 0)
-		r = counter ? objref_counter(m, counter) : verdict(m, accept);
+		r = counter			    ? objref_counter(m, counter)
+		    : jump			    ? verdict_jump(m, jump)
+		    : match == MATCH_TCP && !accept ? verdict_reset(m)
+						    : verdict(m, accept);
 	if (r < 0) {
 		nlmsg_free(m);
 		b->failed = true;
@@ -298,6 +340,20 @@ static void add_rule_in(struct batch *b, const char *chain, int ifindex, uint8_t
 	}
 	ts_nla_nest_end(m, list);
 	batch_add(b, m);
+}
+
+static void add_rule_in(struct batch *b, const char *chain, int ifindex, uint8_t nfproto,
+			const struct ts_cidr *c, enum match match, uint8_t l4proto, uint16_t port,
+			bool accept, const char *counter)
+{
+	add_rule_v(b, chain, ifindex, nfproto, c, match, l4proto, port, accept, counter, NULL);
+}
+
+/* A rule of CHAIN for prefix c: accept, reject, or with jump go on in that chain. */
+static void add_rule_jump(struct batch *b, int ifindex, uint8_t nfproto, const struct ts_cidr *c,
+			  bool accept, const char *jump)
+{
+	add_rule_v(b, CHAIN, ifindex, nfproto, c, MATCH_NONE, 0, 0, accept, NULL, jump);
 }
 
 static void add_rule(struct batch *b, int ifindex, uint8_t nfproto, const struct ts_cidr *c,
@@ -326,6 +382,18 @@ static void add_chain(struct batch *b, const char *name, int prio)
 		b->failed = true;
 	else
 		ts_nla_nest_end(m, hook);
+	batch_add(b, m);
+}
+
+/* A regular chain of TABLE (no hook): reached only by a jump. */
+static void add_regular_chain(struct batch *b, const char *name)
+{
+	struct nl_msg *m = nft_msg(b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWCHAIN,
+				   NLM_F_CREATE | NLM_F_ACK, NFPROTO_INET);
+
+	if (m && (ts_nla_put_str(m, NFTA_CHAIN_TABLE, TABLE) < 0 ||
+		  ts_nla_put_str(m, NFTA_CHAIN_NAME, name) < 0))
+		b->failed = true;
 	batch_add(b, m);
 }
 
@@ -419,6 +487,13 @@ int ts_nft_egress(int ifindex, bool ipv6, const struct ts_net_rule *rules, size_
 			    135, true, NULL);
 		add_rule_in(&b, CHAIN, ifindex, NFPROTO_IPV6, NULL, MATCH_ICMP6_ND, IPPROTO_ICMPV6,
 			    136, true, NULL);
+		/* what the IPv6 prefix rules refuse: TCP with a reset, the rest with the
+		 * ICMPv6 error */
+		add_regular_chain(&b, REFUSE6_CHAIN);
+		add_rule_in(&b, REFUSE6_CHAIN, ifindex, NFPROTO_IPV6, NULL, MATCH_TCP, IPPROTO_TCP,
+			    0, false, NULL);
+		add_rule_in(&b, REFUSE6_CHAIN, ifindex, NFPROTO_IPV6, NULL, MATCH_NONE, 0, 0, false,
+			    NULL);
 	} else {
 		/* IPv6 does not leave at all */
 		add_rule(&b, ifindex, NFPROTO_IPV6, NULL, 0, 0, false);
@@ -432,7 +507,10 @@ int ts_nft_egress(int ifindex, bool ipv6, const struct ts_net_rule *rules, size_
 			add_rule(&b, ifindex, fam, &rules[i].cidr, IPPROTO_UDP, 53, true);
 			add_rule(&b, ifindex, fam, &rules[i].cidr, IPPROTO_TCP, 53, true);
 		} else {
-			add_rule(&b, ifindex, fam, &rules[i].cidr, 0, 0, rules[i].accept);
+			/* IPv6: refused in REFUSE6_CHAIN (TCP with a reset) */
+			add_rule_jump(&b, ifindex, fam, &rules[i].cidr, rules[i].accept,
+				      fam == NFPROTO_IPV6 && !rules[i].accept ? REFUSE6_CHAIN
+									      : NULL);
 		}
 	}
 	/* connection accounting: the first packet of each TCP connection that the rules

@@ -351,20 +351,18 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 		bool route = ts_cidr_host_has_ipv6_route();
 
 		/* the helper decides the same way when a sandbox starts (netproc.c) */
-		if (b == TS_NET_BACKEND_PASTA && route) {
+		if (b != TS_NET_BACKEND_NONE && route) {
 			snprintf(c->detail, sizeof(c->detail),
 				 "this host has an IPv6 default route: `--network` sandboxes get "
-				 "IPv6 through pasta, private IPv6 ranges blocked");
+				 "IPv6 through %s, private IPv6 ranges blocked",
+				 b == TS_NET_BACKEND_PASTA ? "pasta" : "slirp4netns");
 		} else {
 			c->level = TS_CHECK_INFO;
 			snprintf(c->detail, sizeof(c->detail),
 				 "%s: IPv6 is prohibited as a whole in `--network` sandboxes "
 				 "(IPv4 only)",
-				 b != TS_NET_BACKEND_PASTA ? "IPv6 egress needs pasta"
-							   : "this host has no IPv6 default route");
-			if (b != TS_NET_BACKEND_PASTA)
-				snprintf(c->fix, sizeof(c->fix),
-					 "optional: apt-get install passt (pasta)");
+				 b == TS_NET_BACKEND_NONE ? "no egress program"
+							  : "this host has no IPv6 default route");
 		}
 	}
 	c = add(out, max, &n, "/dev/net/tun", TS_CHECK_OK);

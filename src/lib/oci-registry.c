@@ -55,6 +55,7 @@ struct sink {
 	uint64_t n;
 	int write_errno;
 	bool too_big;
+	bool cancelled;			  /* o.cancel ended the transfer */
 	char errbody[MAX_ERROR_BODY + 1]; /* of a non-2xx answer */
 	size_t errlen;
 	struct ts_registry *r;
@@ -144,6 +145,10 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 	struct sink *k = userdata;
 
 	(void)dltotal, (void)ultotal, (void)ulnow;
+	if (k->r->o.cancel && atomic_load(k->r->o.cancel)) {
+		k->cancelled = true;
+		return 1; /* curl ends the transfer: CURLE_ABORTED_BY_CALLBACK */
+	}
 	if (k->fd >= 0 && k->r->o.progress && ok_status(k->status))
 		k->r->o.progress(k->r->o.userdata, (uint64_t)dlnow);
 	return 0;
@@ -194,6 +199,8 @@ static int get_once(struct ts_registry *r, const char *url, const char *accept, 
 	CURLcode c;
 	char *authz = NULL;
 
+	if (r->o.cancel && atomic_load(r->o.cancel))
+		return ts_err(err, -ECANCELED, "`%s`: the pull was cancelled", url);
 	if (accept)
 		hdrs = curl_slist_append(hdrs, accept);
 	if (auth) {
@@ -221,6 +228,8 @@ static int get_once(struct ts_registry *r, const char *url, const char *accept, 
 	if (c == CURLE_WRITE_ERROR && k->too_big)
 		return ts_err(err, -EFBIG, "`%s`: the answer is larger than %zu bytes", url,
 			      k->max);
+	if (c == CURLE_ABORTED_BY_CALLBACK && k->cancelled)
+		return ts_err(err, -ECANCELED, "`%s`: the pull was cancelled", url);
 	if (c == CURLE_WRITE_ERROR && k->write_errno)
 		return ts_err_errno(err, -k->write_errno, "write what `%s` sends", url);
 	if (c != CURLE_OK)

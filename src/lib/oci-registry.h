@@ -13,6 +13,7 @@
  * CDN); a token realm must be https (plain http only from a loopback registry to a
  * loopback realm), and a token is taken only in token68 characters. Bodies are bounded: manifests by TS_REG_MAX_MANIFEST, blobs by the caller.
  */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,9 @@ struct ts_reg_opts {
 	/* bytes of the current blob so far (called often: throttle the drawing) */
 	void (*progress)(void *userdata, uint64_t bytes);
 	void *userdata;
+	/* set (by another thread) to end the transfer in flight: -ECANCELED within about a
+	 * second, which is how often libcurl calls its progress callback on a stalled one */
+	const atomic_bool *cancel;
 };
 
 /* A client for ref's registry and repository. 0 or -errno. */

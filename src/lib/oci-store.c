@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <nettle/sha2.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,6 +671,7 @@ struct import {
 	uint64_t blob_base; /* prog.bytes_done before the layer in flight */
 	bool in_layer;	    /* a layer is being downloaded (not a manifest or config) */
 	bool relock;	    /* a pull: the store's lock is taken again only to unpack */
+	const atomic_bool *cancel; /* a pull's (NULL: never) */
 	/* Layers unpacked into tmp/layer-<key>-<pid> and checked, waiting for the one syncfs
 	 * (finish_layers) after which they are renamed into place: one wait for the disk per
 	 * import instead of one per layer, and a layer in layers/ is still complete after a
@@ -679,6 +681,22 @@ struct import {
 	} pending[TS_OCI_MAX_LAYERS];
 	size_t n_pending;
 };
+
+/* flock(fd, LOCK_EX); with cancel, polled so that a cancelled pull does not wait for
+ * another process's to end: -ECANCELED. 0 or -errno. */
+static int lock_ex(int fd, const atomic_bool *cancel)
+{
+	for (;;) {
+		if (flock(fd, cancel ? LOCK_EX | LOCK_NB : LOCK_EX) == 0)
+			return 0;
+		if (errno != EINTR && errno != EWOULDBLOCK)
+			return -errno;
+		if (cancel && atomic_load(cancel))
+			return -ECANCELED;
+		if (cancel)
+			poll(NULL, 0, 100);
+	}
+}
 
 static void tell(struct import *im, enum ts_oci_phase phase)
 {
@@ -1091,12 +1109,17 @@ static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff
 /* Take the store's lock again (a pull let it go while it downloaded). */
 static int relock(struct import *im, struct ts_error *err)
 {
+	int r;
+
+	if (im->cancel && atomic_load(im->cancel))
+		return ts_err(err, -ECANCELED, "the pull was cancelled");
 	if (flock(im->s->lock, LOCK_EX | LOCK_NB) == 0)
 		return 0;
 	if (errno == EWOULDBLOCK)
 		tell(im, TS_OCI_PHASE_WAIT);
-	if (flock(im->s->lock, LOCK_EX) < 0)
-		return ts_err_errno(err, -errno, "lock `%s/lock`", im->s->dir);
+	r = lock_ex(im->s->lock, im->cancel);
+	if (r < 0)
+		return ts_err_errno(err, r, "lock `%s/lock`", im->s->dir);
 	return 0;
 }
 
@@ -1513,12 +1536,14 @@ int ts_oci_pull(const char *root, const char *refstr, const char *name,
 			     .warn = o->warn,
 			     .userdata = o->userdata,
 			     .max_bytes = o->max_bytes,
-			     .progress = o->progress };
+			     .progress = o->progress,
+			     .cancel = o->cancel };
 	struct ts_reg_opts ro = { .insecure = o->insecure,
 				  .auth_file = o->auth_file,
 				  .no_credentials = o->no_credentials,
 				  .progress = pull_bytes,
-				  .userdata = &im };
+				  .userdata = &im,
+				  .cancel = o->cancel };
 	struct ts_oci_ref ref;
 	struct ts_registry *reg = NULL;
 	_cleanup_free_ char *top = NULL;
@@ -1554,8 +1579,9 @@ int ts_oci_pull(const char *root, const char *refstr, const char *name,
 		}
 		if (flock(ref_lock, LOCK_EX | LOCK_NB) < 0) {
 			tell(&im, TS_OCI_PHASE_WAIT);
-			if (flock(ref_lock, LOCK_EX) < 0) {
-				r = ts_err_errno(err, -errno, "lock `%s/%s`", s.dir, path);
+			r = lock_ex(ref_lock, o->cancel);
+			if (r < 0) {
+				ts_err_errno(err, r, "lock `%s/%s`", s.dir, path);
 				goto out;
 			}
 		}

@@ -23,6 +23,7 @@
  * layer, decompressed, against its config's diff_id: a mismatch is refused. The layer blobs are not kept once unpacked.
  */
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,10 @@ struct ts_oci_pull_opts {
 	/* often (draw at most a few times a second) */
 	void (*progress)(void *userdata, const struct ts_oci_progress *p);
 	void *userdata;
+	/* set by another thread to give the pull up: a download ends within about a second,
+	 * a wait for a lock within 0.1 s, and the pull returns -ECANCELED leaving nothing, as
+	 * any failed pull (NULL: never) */
+	const atomic_bool *cancel;
 };
 
 /*

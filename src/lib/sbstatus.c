@@ -239,11 +239,13 @@ static bool has_ipv6(pid_t pid)
 	return found;
 }
 
-/* Run `helper --net-counters PID` and read what it prints: at most 4 KiB, within 5 s. */
-static int read_counters(const char *helper, pid_t pid, char *out, size_t len)
+/* Run `helper --net-counters PID START` and read what it prints: at most 4 KiB, within
+ * 5 s. */
+static int read_counters(const char *helper, pid_t pid, unsigned long long start, char *out,
+			 size_t len)
 {
-	char pid_s[24];
-	char *const argv[] = { (char *)helper, "--net-counters", pid_s, NULL };
+	char pid_s[24], start_s[24];
+	char *const argv[] = { (char *)helper, "--net-counters", pid_s, start_s, NULL };
 	static char *const empty_env[] = { NULL };
 	posix_spawn_file_actions_t fa;
 	int p[2], status = 0, r;
@@ -251,6 +253,7 @@ static int read_counters(const char *helper, pid_t pid, char *out, size_t len)
 	pid_t child;
 
 	snprintf(pid_s, sizeof(pid_s), "%d", (int)pid);
+	snprintf(start_s, sizeof(start_s), "%llu", start);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	posix_spawn_file_actions_init(&fa);
@@ -288,14 +291,15 @@ static int read_counters(const char *helper, pid_t pid, char *out, size_t len)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
-void ts_sb_net_counters(const char *helper, pid_t init_pid, json_t *network)
+void ts_sb_net_counters(const char *helper, pid_t init_pid, unsigned long long init_start,
+			json_t *network)
 {
 	unsigned long long c4, c6;
 	char out[4096], *p4, *p6;
 
-	if (!network || init_pid <= 0 ||
+	if (!network || init_pid <= 0 || init_start == 0 ||
 	    strcmp(json_string_value(json_object_get(network, "mode")) ?: "", "egress") != 0 ||
-	    read_counters(helper, init_pid, out, sizeof(out)) < 0)
+	    read_counters(helper, init_pid, init_start, out, sizeof(out)) < 0)
 		return;
 	p4 = strstr(out, "connections_ipv4 ");
 	p6 = strstr(out, "connections_ipv6 ");

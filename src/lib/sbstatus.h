@@ -70,12 +70,14 @@ json_t *ts_sb_rec_json(const struct ts_sandbox_rec *rec, const struct ts_sb_live
 
 /*
  * Add the egress's connection counts to network (the "network" object of ts_sb_rec_json
- * for a running sandbox whose init is init_pid): "connections", "connections_ipv4",
+ * for a running sandbox whose init is init_pid, started at init_start: the helper joins
+ * nothing when that pid is another process by then): "connections", "connections_ipv4",
  * "connections_ipv6", the TCP connections it opened through egress, read by
  * `helper --net-counters` (only the helper may join the sandbox's namespaces, where the
  * counters are). Nothing is added where they cannot be read (no egress, not running).
  */
-void ts_sb_net_counters(const char *helper, pid_t init_pid, json_t *network);
+void ts_sb_net_counters(const char *helper, pid_t init_pid, unsigned long long init_start,
+			json_t *network);
 
 /* Does the labels JSON object hold every keys[i] = values[i]? */
 bool ts_sb_labels_match(const char *labels, const char *const *keys, const char *const *values,

@@ -189,10 +189,18 @@ static bool addr_refused(const struct proxy *px, int family, const unsigned char
 static void resolve(const struct proxy *px, struct lookup *l)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	char absolute[TS_HOSTNAME_MAX + 2];
 
 	l->n_addrs = 0;
 	l->private_addr = false;
-	l->gai = getaddrinfo(l->host, NULL, &hints, &res);
+
+	/* the absolute name: without its dot the resolver would also try it below the host's
+	 * search domains (resolv.conf's `search`), so an allowed name that does not exist
+	 * could reach whatever api.github.com.corp.example is (and a one-label name is tried
+	 * there first). glibc's files backend matches no absolute name: /etc/hosts entries
+	 * are not used for the sandbox's names */
+	snprintf(absolute, sizeof(absolute), "%s.", l->host);
+	l->gai = getaddrinfo(absolute, NULL, &hints, &res);
 	if (l->gai != 0)
 		return;
 	/* every address is checked, not only those we would use: a name that also points

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cidr.h"
@@ -25,6 +27,7 @@
 
 struct job {
 	struct ts_pulls *p;
+	size_t slot; /* of p->threads */
 	char ref[512];
 	int r;
 	char msg[1024];
@@ -43,6 +46,13 @@ struct ts_pulls {
 	unsigned refs; /* the loop's, plus one per thread (mu) */
 	bool stopping;
 	size_t running;
+	/* the pull threads, joined: a finished one when its slot is taken again, the rest when
+	 * serve stops (mu) */
+	struct {
+		pthread_t t;
+		bool used, finished;
+	} threads[TS_PULLS_MAX];
+	atomic_bool cancel;    /* serve is stopping: every pull gives up (oci-store.h) */
 	struct job *done_head; /* finished, not delivered yet */
 	struct job *all;       /* every job not delivered yet */
 };
@@ -89,7 +99,7 @@ static void *pull_main(void *arg)
 	struct job *j = arg;
 	struct ts_pulls *p = j->p;
 	/* the operator's credentials are not an API caller's: serve pulls anonymously */
-	struct ts_oci_pull_opts o = { .no_credentials = true };
+	struct ts_oci_pull_opts o = { .no_credentials = true, .cancel = &p->cancel };
 	struct ts_error err = { 0 };
 	char digest[80];
 	int r = ts_oci_pull(p->root, j->ref, NULL, &o, digest, sizeof(digest), &err);
@@ -98,6 +108,7 @@ static void *pull_main(void *arg)
 	j->r = r;
 	snprintf(j->msg, sizeof(j->msg), "%s", r < 0 ? err.msg : digest);
 	p->running--;
+	p->threads[j->slot].finished = true;
 	if (!p->stopping && !j->delivered) {
 		uint64_t one = 1;
 
@@ -180,8 +191,7 @@ int ts_pulls_start(struct ts_pulls *p, const char *ref,
 		   struct ts_error *err)
 {
 	struct job *j;
-	pthread_attr_t attr;
-	pthread_t t;
+	size_t slot = TS_PULLS_MAX;
 	int rc;
 
 	if (strlen(ref) >= sizeof(j->ref))
@@ -202,15 +212,31 @@ int ts_pulls_start(struct ts_pulls *p, const char *ref,
 	j->userdata = userdata;
 	j->refs = 2; /* the thread's and the loop's */
 	pthread_mutex_lock(&p->mu);
+	/* a finished thread has only its return left: joined at once */
+	for (size_t i = 0; i < TS_PULLS_MAX; i++) {
+		if (p->threads[i].used && p->threads[i].finished) {
+			pthread_join(p->threads[i].t, NULL);
+			p->threads[i].used = false;
+		}
+		if (!p->threads[i].used && slot == TS_PULLS_MAX)
+			slot = i;
+	}
+	if (slot == TS_PULLS_MAX) { /* fewer than TS_PULLS_MAX run: never */
+		pthread_mutex_unlock(&p->mu);
+		free(j);
+		return ts_err(err, -EAGAIN, "%d image pulls are running already; try later",
+			      TS_PULLS_MAX);
+	}
+	j->slot = slot;
 	p->refs++; /* the thread's; the loop's is p's own */
 	p->running++;
 	j->next_all = p->all;
 	p->all = j;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&t, &attr, pull_main, j);
-	pthread_attr_destroy(&attr);
+	p->threads[slot].used = true; /* finished is set under mu, after this unlocks */
+	p->threads[slot].finished = false;
+	rc = pthread_create(&p->threads[slot].t, NULL, pull_main, j);
 	if (rc) {
+		p->threads[slot].used = false;
 		unlist(p, j);
 		p->running--;
 		p->refs--;
@@ -222,6 +248,29 @@ int ts_pulls_start(struct ts_pulls *p, const char *ref,
 	return 0;
 }
 
+/* Join the pull threads, cancelled: each gives up within about a second (oci-store.h),
+ * unless it is unpacking a layer; one still running at the deadline is left detached, to
+ * end with the process (as a killed pull, it leaves nothing in use). */
+static void join_all(struct ts_pulls *p)
+{
+	struct timespec until;
+	pthread_t t[TS_PULLS_MAX];
+	size_t n = 0;
+
+	pthread_mutex_lock(&p->mu);
+	for (size_t i = 0; i < TS_PULLS_MAX; i++)
+		if (p->threads[i].used) {
+			t[n++] = p->threads[i].t;
+			p->threads[i].used = false;
+		}
+	pthread_mutex_unlock(&p->mu);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += TS_PULLS_STOP_S;
+	for (size_t i = 0; i < n; i++)
+		if (pthread_timedjoin_np(t[i], NULL, &until) != 0)
+			pthread_detach(t[i]);
+}
+
 void ts_pulls_free(struct ts_pulls *p)
 {
 	struct job *list;
@@ -230,6 +279,7 @@ void ts_pulls_free(struct ts_pulls *p)
 		return;
 	ts_loop_del_fd(p->watch);
 	p->watch = NULL;
+	atomic_store(&p->cancel, true);
 	pthread_mutex_lock(&p->mu);
 	p->stopping = true;
 	list = p->all;
@@ -244,6 +294,7 @@ void ts_pulls_free(struct ts_pulls *p)
 		job_unref(j, 1); /* the loop's */
 		pthread_mutex_unlock(&p->mu);
 	}
+	join_all(p);
 	pthread_mutex_lock(&p->mu);
 	list = p->done_head;
 	p->done_head = NULL;

@@ -4,14 +4,15 @@
 /*
  * serve's image pulls: a create whose template is a registry reference the local image
  * store lacks pulls it first (oci-store.h's ts_oci_pull), off the loop — a pull can take
- * minutes and the loop never waits. Each pull runs in a detached thread of its own, at
+ * minutes and the loop never waits. Each pull runs in a thread of its own, at
  * most TS_PULLS_MAX at once; the store's lock makes a second pull of the same image wait
  * for the first and then fetch nothing. A finished pull is handed back through an
  * eventfd the loop watches, which then calls the job's done callback.
  *
- * Stopping (ts_pulls_free): every job not yet delivered gets done(-ESHUTDOWN) at once; a
- * thread still pulling finishes on its own and frees what it holds (the store keeps what
- * it pulled: the next create uses it).
+ * Stopping (ts_pulls_free): every job not yet delivered gets done(-ESHUTDOWN) at once;
+ * the pulls still running are cancelled (a download ends within about a second, leaving
+ * no layer and no name, as any failed pull; layers already unpacked stay for the next
+ * create) and their threads joined, waiting at most TS_PULLS_STOP_S seconds.
  */
 #include <stdbool.h>
 
@@ -21,6 +22,7 @@ struct ts_req;
 struct ts_srv;
 
 #define TS_PULLS_MAX 4
+#define TS_PULLS_STOP_S 5
 
 struct ts_loop;
 struct ts_pulls;

@@ -3,9 +3,10 @@
 # The name proxy test's world, built as root, then network-proxy.sh run in it through
 # modes.sh in one of the three modes. Nothing reaches the machine's real network: all of
 # it runs in a network namespace of our own (the test's "host", H) whose only links lead
-# to namespaces we make, and the proxy resolves names from H's hosts file
-# (/etc/netns/H/hosts, which `ip netns exec` binds over /etc/hosts; its resolv.conf names
-# H's own loopback, where nothing answers):
+# to namespaces we make, and the proxy resolves names through H's resolv.conf
+# (/etc/netns/H/resolv.conf, which `ip netns exec` binds over /etc/resolv.conf): a DNS
+# server of ours on H's own loopback, with a search domain (corp.test) under which it
+# has names the proxy must never reach by a search (it resolves absolute names):
 #   P "public": 198.51.100.10/24: HTTP :80, a raw TCP server :443 (reports the bytes of
 #     a ClientHello), TLS :8443 when openssl can make a certificate
 #   V "private": 10.99.0.10: HTTP :80
@@ -50,16 +51,25 @@ if [ "$links" != "lo tsqh0 tsqh1 " ]; then
 	echo "1..1"; echo "not ok 1 - the test host namespace is not isolated (links: $links)"; exit 1
 fi
 mkdir -p "/etc/netns/$H"
-printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"/etc/netns/$H/resolv.conf"
-cat >"/etc/netns/$H/hosts" <<HOSTS
-127.0.0.1 localhost
-198.51.100.10 pub.example.test a.wild.example.test b.c.wild.example.test wild.example.test nope.example.test
-10.99.0.10 priv.example.test
-127.0.0.1 loop.example.test
-169.254.169.254 meta.example.test
-198.51.100.10 mixed.example.test
-10.99.0.10 mixed.example.test
-HOSTS
+printf 'nameserver 127.0.0.1\nsearch corp.test\noptions timeout:1 attempts:1\n' >"/etc/netns/$H/resolv.conf"
+printf '127.0.0.1 localhost\n' >"/etc/netns/$H/hosts"
+# gone.example.test and `short` exist only below the search domain: found by a search,
+# they would reach the public server
+cat >"$env_dir/zone" <<ZONE
+pub.example.test 198.51.100.10
+dot.example.test 198.51.100.10
+a.wild.example.test 198.51.100.10
+b.c.wild.example.test 198.51.100.10
+wild.example.test 198.51.100.10
+nope.example.test 198.51.100.10
+priv.example.test 10.99.0.10
+loop.example.test 127.0.0.1
+meta.example.test 169.254.169.254
+mixed.example.test 198.51.100.10 10.99.0.10
+gone.example.test.corp.test 198.51.100.10
+short.corp.test 198.51.100.10
+ZONE
+ip netns exec $H python3 "$here/network-servers.py" dns-map 127.0.0.1 53 "$env_dir/zone" & pids+=($!)
 
 ip netns exec $P python3 "$here/network-servers.py" http 0.0.0.0 80 public & pids+=($!)
 ip netns exec $V python3 "$here/network-servers.py" http 0.0.0.0 80 private & pids+=($!)
@@ -79,6 +89,8 @@ for t in 198.51.100.10:80:public 10.99.0.10:80:private 127.0.0.1:80:host-loopbac
 	got=$(ip netns exec $H python3 "$here/network-servers.py" get "$a" "$p" 2>&1)
 	ctl "CONTROL $([ "$got" = "$want" ] && echo PASS || echo FAIL) $a:$p answers from the test host ($got)"
 done
+got=$(ip netns exec $H getent ahostsv4 short | awk '{print $1}' | sort -u | tr '\n' ' ')
+ctl "CONTROL $([ "$got" = "198.51.100.10 " ] && echo PASS || echo FAIL) the test host finds \`short\` by its search domain ($got)"
 got=$(ip netns exec $H getent ahostsv4 mixed.example.test | awk '{print $1}' | sort -u | tr '\n' ' ')
 ctl "CONTROL $([ "$got" = "10.99.0.10 198.51.100.10 " ] && echo PASS || echo FAIL) the test host resolves a name to a public and a private address ($got)"
 chmod -R a+rX "$env_dir"

@@ -7,8 +7,10 @@
 # and a tunnel of our own), `*.suffix` matches below the suffix only, a name off the list
 # and a port not allowed are refused with 403 and the reason, a name resolving to a
 # private, loopback or metadata address (also one of several) is refused, an unknown
-# name is a 502; a ClientHello naming another host (or hiding it: ECH is not made here,
-# see the unit test) is cut off while the matching one and one without a name pass;
+# name is a 502 (also one that exists below the host's search domain: names are
+# resolved absolute), a trailing dot is the same name in a request and in an entry; a
+# ClientHello naming another host (or hiding it: ECH is not made here, see the unit
+# test) is cut off while the matching one and one without a name pass;
 # plain-HTTP proxy requests are refused; a direct connection fails at once; root inside
 # cannot add an address or a route; names and addresses do not mix; a durable sandbox's
 # counters are in `inspect`; no proxy outlives its sandbox.
@@ -27,7 +29,8 @@ done <"$env_dir/controls" 2>/dev/null
 allow=(--net-allow pub.example.test --net-allow pub.example.test:80 --net-allow pub.example.test:8443
 	--net-allow '*.wild.example.test'
 	--net-allow priv.example.test --net-allow loop.example.test --net-allow meta.example.test
-	--net-allow mixed.example.test --net-allow gone.example.test)
+	--net-allow mixed.example.test --net-allow gone.example.test
+	--net-allow short --net-allow dot.example.test.)
 out=$(timeout 60 "$cli" run "${allow[@]}" -- true 2>&1)
 rc=$?
 [ $rc = 0 ] || tap_skip_all "a sandbox with a name proxy cannot start here ($rc): $out"
@@ -54,6 +57,11 @@ c loop connect loop.example.test 80
 c meta connect meta.example.test 80
 c mixed connect mixed.example.test 443
 c gone connect gone.example.test 443
+c short connect short 443
+c get-dot get pub.example.test. 80
+c nope-dot connect nope.example.test. 443
+c two-dots connect pub.example.test.. 443
+c entry-dot hello dot.example.test 443 dot.example.test
 c sni-match hello pub.example.test 443 pub.example.test
 c sni-case hello pub.example.test 443 PUB.Example.TEST
 c sni-other hello pub.example.test 443 evil.example.test
@@ -101,7 +109,12 @@ has priv '*403*resolves to a private or reserved address (10.99.0.10)*' "a name 
 has loop '*403*resolves to a private or reserved address (127.0.0.1)*' "a name resolving to 127.0.0.1 is refused"
 has meta '*403*(169.254.169.254)*' "a name resolving to the metadata address is refused"
 has mixed '*403*resolves to a private or reserved address*' "a name with a public and a private address is refused"
-has gone '*502*cannot resolve `gone.example.test`*' "an allowed name that does not resolve: 502"
+has gone '*502*cannot resolve `gone.example.test`*' "an allowed name that does not resolve: 502, not found below the host's search domain (gone.example.test.corp.test)"
+has short '*502*cannot resolve `short`*' "an allowed one-label name is resolved as is (short.), never as short.corp.test"
+has get-dot 'public ' "CONNECT to an allowed name with a trailing dot: the same entry"
+has nope-dot "*403*nope.example.test\` is not on the sandbox's allow-list*" "a trailing dot does not get a name past the list"
+has two-dots '*400*' "two trailing dots: not a name"
+has entry-dot "REPLY *" "an allow entry with a trailing dot (dot.example.test.) allows the name without"
 has sni-match 'REPLY public got * bytes ' "a ClientHello naming the CONNECT host reaches the server"
 has sni-case 'REPLY public got * bytes ' "the server name is compared without case"
 has sni-other 'CLOSED ' "a ClientHello naming another host is cut off, nothing forwarded"

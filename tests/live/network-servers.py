@@ -3,6 +3,9 @@
 #   http ADDR PORT NAME      answers every GET with NAME (ADDR IPv4 or IPv6)
 #   udp ADDR PORT NAME       answers every datagram with NAME
 #   dns ADDR PORT IP         answers every A query with IP
+#   dns-map ADDR PORT FILE   a zone from FILE (lines `name ip...`, IPv4): A queries get its
+#                            addresses, a name not in it NXDOMAIN; each query is logged to
+#                            FILE.log (`name`), so a test can see what was asked
 #   get ADDR PORT            prints the body of GET / (exit 1 on failure)
 #   probe KIND ...           inside a sandbox: `reach ADDR PORT WANT`, `refused ADDR PORT`,
 #                            `bound ADDR PORT` (SO_BINDTODEVICE eth0), `pktinfo ADDR PORT`
@@ -80,6 +83,40 @@ def dns_serve(addr, port, ip):
         s.sendto(r, peer)
 
 
+def dns_map_serve(addr, port, zone_file):
+    zone = {}
+    with open(zone_file) as f:
+        for line in f:
+            words = line.split()
+            if words:
+                zone[words[0].lower().rstrip(".")] = words[1:]
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((addr, int(port)))
+    while True:
+        q, peer = s.recvfrom(2048)
+        if len(q) < 12:
+            continue
+        qid, = struct.unpack(">H", q[:2])
+        end, labels = 12, []
+        while end < len(q) and q[end] != 0:
+            labels.append(q[end + 1:end + 1 + q[end]].decode("ascii", "replace"))
+            end += q[end] + 1
+        if end + 5 > len(q):
+            continue
+        name = ".".join(labels).lower()
+        qtype = struct.unpack(">H", q[end + 1:end + 3])[0]
+        with open(zone_file + ".log", "a") as log:
+            log.write(name + "\n")
+        question = q[12:end + 5]
+        ips = zone.get(name)
+        answers = [ip for ip in ips or [] if qtype == 1]
+        flags = 0x8180 if ips is not None else 0x8183
+        r = struct.pack(">HHHHHH", qid, flags, 1, len(answers), 0, 0) + question
+        for ip in answers:
+            r += struct.pack(">HHHLH", 0xC00C, 1, 1, 60, 4) + socket.inet_aton(ip)
+        s.sendto(r, peer)
+
+
 def get(addr, port, timeout=3):
     s = socket.create_connection((addr, int(port)), timeout=timeout)
     s.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
@@ -100,7 +137,7 @@ def refused(addr, port, bind=False):
     """A connection attempt that must fail at once; returns (ok, detail)."""
     fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_STREAM)
-    s.settimeout(3 if bind and fam == socket.AF_INET6 else 5)
+    s.settimeout(5)
     if bind:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0")
     t = time.monotonic()
@@ -113,14 +150,15 @@ def refused(addr, port, bind=False):
         good = e.errno in (errno.EACCES, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EPERM)
         if addr.startswith(("127.", "::ffff:127.")) or addr == "::1":
             good = good or e.errno == errno.ECONNREFUSED  # the sandbox's own loopback
+        if bind and fam == socket.AF_INET6:
+            # the netfilter rules answer a bound socket's TCP with a reset (their ICMPv6
+            # error would not reach it)
+            good = good or e.errno == errno.ECONNREFUSED
         if "%" in addr:
             # link-local: the egress interface has no link-local address to send from
             good = good or e.errno in (errno.EINVAL, errno.EADDRNOTAVAIL)
         if isinstance(e, socket.timeout) or e.errno == errno.ETIMEDOUT:
-            # IPv6 bound to the interface: the netfilter rules reject the packet, but the
-            # kernel does not hand the ICMPv6 error to a socket bound to eth0 (it arrives
-            # on lo): the connect times out, nothing left
-            return bind and fam == socket.AF_INET6, "timed out in %.3f s" % dt
+            return False, "timed out in %.3f s" % dt
         return good and dt < 1.0, "%s in %.3f s" % (errno.errorcode.get(e.errno, e.errno), dt)
 
 
@@ -184,6 +222,8 @@ def main():
         udp_serve(*args)
     elif cmd == "dns":
         dns_serve(*args)
+    elif cmd == "dns-map":
+        dns_map_serve(*args)
     elif cmd == "get":
         try:
             print(get(args[0], args[1]))

@@ -9,8 +9,9 @@
 # slirp4netns as the fallback, and no egress process outliving its sandbox. IPv6 (the test
 # host has an IPv6 default route): a public host reachable; unique local, link-local (also
 # pasta's gateway fe80::1, which H has), ::1, the host's own, v4-mapped, NAT64 of a private
-# IPv4 address and 6to4 refused at once, also for bound sockets; allow/deny rules; without
-# IPv6 (slirp4netns) prohibited as a whole. Connection counts in inspect.
+# IPv4 address and 6to4 refused at once, also for bound sockets; allow/deny rules; the
+# same through slirp4netns (its host fd00::2, DNS fd00::3 and router fe80::2 refused).
+# Connection counts in inspect.
 set -u
 . "$(dirname "$0")/lib.sh"
 cli=$TS_CLI
@@ -116,10 +117,26 @@ run_cases "after the attempts" --network "${as[@]}" -- refused 10.99.0.10 8080 -
 if command -v slirp4netns >/dev/null; then
 	TOREN_SANDBOX_NETWORK_BACKEND=slirp4netns run_cases "slirp4netns" --network -- \
 		reach 198.51.100.10 8080 public -- refused 10.99.0.10 8080 -- refused 127.0.0.1 8081 -- \
-		refused 169.254.1.2 8080 -- bound 10.99.0.10 8080 -- dns public.test 198.51.100.10 -- \
-		refused 2001:db8:1::10 8080
+		refused 169.254.1.2 8080 -- bound 10.99.0.10 8080 -- dns public.test 198.51.100.10
+	# its IPv6 (--enable-ipv6): fd00::2 is its host (the host's ::1 without
+	# --disable-host-loopback), fd00::3 its DNS, fe80::2 its router: all blocked
+	TOREN_SANDBOX_NETWORK_BACKEND=slirp4netns run_cases "slirp4netns IPv6" --network -- \
+		reach 2001:db8:1::10 8080 public -- reach 2001:db8:2::10 8080 public -- \
+		refused fd00::2 8081 -- refused fd00::2 8082 -- refused fd00::3 53 -- \
+		refused fd00::1 8081 -- refused fe80::2%eth0 8081 -- refused fd00:99::10 8080 -- \
+		refused 2001:db8:1::1 8082 -- refused ::ffff:127.0.0.1 8081 -- \
+		refused 64:ff9b::a63:a 8080 -- refused ff02::1 8080 -- bound fd00:99::10 8080
+	out=$(TOREN_SANDBOX_NETWORK_BACKEND=slirp4netns timeout 60 "$cli" run --network -- \
+		sh -c 'sleep 1; ip -6 route show table all | grep -v "table local"' 2>&1)
+	[[ $out == *"default via fe80::2 dev eth0"* ]] && [[ $out == *"prohibit fd00::/64 "*"metric 1 "* ]] &&
+		[[ $out == *"prohibit 8000::/1 "* ]]
+	tap_result $? "slirp4netns IPv6: a default route through fe80::2, its fd00::/64 prohibited ahead of what its router advertisements add (${out//$'\n'/ | })"
+	out=$(TOREN_SANDBOX_NETWORK_BACKEND=slirp4netns "$cli" doctor 2>&1 | grep "IPv6 egress")
+	[[ $out == *"IPv6 through slirp4netns"* ]]
+	tap_result $? "doctor says slirp4netns carries IPv6 ($out)"
 else
 	tap_skip "slirp4netns" "not installed"
+	tap_skip "slirp4netns IPv6" "not installed"
 fi
 
 sleep 0.5
@@ -150,6 +167,22 @@ if [ -n "$id" ] && "$cli" exec "$id" -- true >/dev/null 2>&1; then
 		[ $((a4 - b4)) = 3 ] && [ $((a6 - b6)) = 2 ] && [ $((aall - ball)) = 5 ]
 	tap_result $? "inspect counts the connections made: +3 IPv4, +2 IPv6 (before: $before; after: $after; ${out//$'\n'/ })"
 	tap_is "$aip6" True "inspect says the sandbox has IPv6"
+	# the helper counts only the process the pid and start time name (a pidfd against reuse)
+	read -r ipid istart <<<"$("$cli" inspect "$id" 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; print(d["init"]["pid"], d["init"]["start_time"])' 2>&1)"
+	out=$("$TS_HELPER" --net-counters "$ipid" "$istart" 2>&1)
+	[[ $out == *"connections_ipv4 $a4"* ]]
+	tap_result $? "helper --net-counters PID START reads the init's counters (${out//$'\n'/ })"
+	out=$("$TS_HELPER" --net-counters "$ipid" "$((istart + 1))" 2>&1)
+	rc=$?
+	[ $rc = 125 ] && [[ $out == *"is not the sandbox's init any more"* ]] && [[ $out != *connections_* ]]
+	tap_result $? "the same pid with another start time (a reused pid) is refused, nothing counted ($rc: $out)"
+	sleep 30 & other=$!
+	ostart=$(awk '{sub(/.*\) /, ""); print $20}' /proc/$other/stat)
+	out=$("$TS_HELPER" --net-counters "$other" "$istart" 2>&1)
+	rc=$?
+	kill $other 2>/dev/null; wait $other 2>/dev/null
+	[ $rc = 125 ] && [[ $out == *"started at $ostart"* ]] && [[ $out != *connections_* ]]
+	tap_result $? "another process's pid with the init's start time is refused ($rc: $out)"
 	"$cli" stop "$id" >/dev/null 2>&1
 	for _ in $(seq 50); do [ -z "$(egress_procs)" ] && break; sleep 0.1; done
 	tap_is "$(egress_procs)" "" "durable: stop ends the egress process"

@@ -13,8 +13,8 @@ do not match; a corrupted blob refused with nothing left in use; a second pull f
 layer; two concurrent pulls download each blob once; the bearer flow refuses without
 credentials and works with them; a pull killed mid-layer leaves no half layer and the
 next pull works; `run --image REF` pulls what the store lacks; `image ls` shows it; serve
-pulls an E2B templateID that is a reference off its loop; the agent runner pulls its
-`sandbox.image`.
+pulls an E2B templateID that is a reference off its loop, and SIGTERM while such a pull
+stalls ends serve at once with no half layer; the agent runner pulls its `sandbox.image`.
 
 TAP on stdout. Env: TS_CLI, TOREN_SANDBOX_ROOT.
 """
@@ -136,6 +136,7 @@ class TokenRegistry:
         self.token = "tok-" + hashlib.sha256(os.urandom(8)).hexdigest()[:16]
         self.blob_gets = {}
         self.slow_blob = slow_blob  # a digest served slowly (for the killed pull)
+        self.anon = False  # tokens without credentials too (as Docker Hub's for public images)
         self.pad = {}  # hex -> bytes appended when it is served (longer than its descriptor)
         self.lock = threading.Lock()
         reg = self
@@ -159,7 +160,8 @@ class TokenRegistry:
             def do_GET(self):
                 path = self.path.split("?")[0]
                 if path == "/token":
-                    if self.headers.get("Authorization") != "Basic " + reg.creds:
+                    if not (reg.anon and not self.headers.get("Authorization")) and \
+                            self.headers.get("Authorization") != "Basic " + reg.creds:
                         return self.send(401, b'{"details":"bad credentials"}')
                     return self.send(200, json.dumps({"token": reg.token}).encode())
                 if self.headers.get("Authorization") != "Bearer " + reg.token:
@@ -470,6 +472,78 @@ def serve_tests(work, host, base):
         t(serve.returncode == 0, "serve stops cleanly") or diag(err[-2000:])
 
 
+def serve_stop_tests(work, treg, base):
+    """serve stopping while one of its pulls waits on a stalled layer: the pull is
+    cancelled and its thread joined, serve exits at once and the store has no half layer."""
+    lay = images.Layout(f"{work}/tok")
+    m = lay.image([base, [("stall", "file", os.urandom(1 << 20), 0o644)]])
+    idx = json.load(open(f"{work}/tok/index.json"))
+    idx["manifests"].append(images.named(m, "4"))
+    with open(f"{work}/tok/index.json", "w") as f:
+        json.dump(idx, f)
+    man = json.load(open(f"{work}/tok/blobs/sha256/{m['digest'][7:]}"))
+    treg.slow_blob = man["layers"][1]["digest"]
+    treg.anon = True  # serve pulls anonymously
+    host = f"127.0.0.1:{treg.port}"
+    before = layer_dirs()
+    serve = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen", "127.0.0.1:0",
+                              "--pull", host],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = serve.stdout.readline()
+        mm = re.search(r"control plane on (\S+), envd on (\S+)", line)
+        if not t(mm is not None, "serve starts (a pull to cancel)") or not mm:
+            diag(line)
+            return
+        h, p = mm.group(1).rstrip(",").rsplit(":", 1)
+        answer = {}
+
+        def create():
+            try:
+                c = http.client.HTTPConnection(h, int(p), timeout=60)
+                c.request("POST", "/v2/sandboxes", body=json.dumps({"templateID": f"{host}/x/y:4"}),
+                          headers={"X-API-KEY": "k", "Content-Type": "application/json"})
+                r = c.getresponse()
+                answer["status"] = r.status
+                r.read()
+                c.close()
+            except OSError as e:
+                answer["error"] = str(e)
+        th = threading.Thread(target=create, daemon=True)
+        th.start()
+        deadline = time.time() + 30
+        while time.time() < deadline and treg.blob_gets.get(treg.slow_blob[7:], 0) == 0:
+            time.sleep(0.05)
+        if not t(treg.blob_gets.get(treg.slow_blob[7:], 0) > 0, "serve's pull reaches the stalled layer"):
+            return
+        time.sleep(0.5)
+        t0 = time.time()
+        serve.send_signal(signal.SIGTERM)
+        try:
+            serve.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+        took = time.time() - t0
+        t(serve.returncode == 0 and took < 10,
+          f"SIGTERM with a pull stalled in its download: serve cancels and joins it, exits 0 "
+          f"in {took:.1f} s (the registry stalls 30 s)") or diag(f"rc {serve.returncode}")
+        th.join(10)
+        t(answer.get("status") == 503, f"the waiting create is answered 503 ({answer})")
+        err = serve.stderr.read() if serve.returncode is not None else ""
+        t("ERROR: AddressSanitizer" not in err and "runtime error" not in err,
+          "no sanitizer report at exit") or diag(err[-3000:])
+        tmp = f"{root}/images/oci/tmp"
+        t(layer_dirs() == before and not [e for e in os.listdir(tmp) if e.startswith("layer-")],
+          "the cancelled pull leaves no layer, whole or half") or diag(os.listdir(tmp))
+        t(ts("image", "inspect", f"{host}/x/y:4").returncode != 0, "and no image name")
+    finally:
+        treg.anon = False
+        treg.slow_blob = None
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+
+
 def b64url(b):
     return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
 
@@ -654,6 +728,8 @@ def token_tests(work, base):
         t(r.returncode == 0 and j and j["cached"] == 1, "the next pull works (the shared base layer cached)") or diag(r.stderr)
         r = ts("run", "--image", "tok-after", "--", "/bin/sh", "-c", "wc -c < /big")
         t(r.returncode == 0 and r.stdout.strip() == str(len(big)), "and its layer is whole") or diag(r.stdout + r.stderr)
+
+        serve_stop_tests(work, treg, base)
 
         # a blob longer than its descriptor: cut off at the descriptor's size, refused
         lay3 = images.Layout(f"{work}/tok")

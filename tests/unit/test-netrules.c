@@ -63,7 +63,7 @@ int main(void)
 	bool sorted = true;
 	size_t room;
 
-	plan(41);
+	plan(46);
 	np->mode = TS_NET_PASTA;
 	cidr("198.51.100.1", &np->host[np->n_host++]);
 	cidr("2001:db8:1::1", &np->host[np->n_host++]);
@@ -122,6 +122,24 @@ int main(void)
 	is("2001:db8:1::1", "reject");
 	is("2001:db8:2::10", "reject");
 	is("2001:db8:2::11", "accept");
+
+	/* slirp4netns: its fd00::/64 as a strong prohibit of its own (a /64 allow loses) */
+	ok(!n_rules || strcmp(decide("fd00::2"), "reject") == 0,
+	   "pasta: fd00::2 blocked by fc00::/7");
+	np->mode = TS_NET_SLIRP;
+	cidr("fd00::/64", &np->allow[np->n_allow++]);
+	build(ctx);
+	{
+		bool found = false;
+
+		for (size_t i = 0; i < n_rules; i++)
+			found = found || (rules[i].cidr.len == 64 && !rules[i].accept &&
+					  rules[i].strong && !strcmp(decide("fd00::3"), "reject"));
+		ok(found, "slirp4netns: a strong prohibit for its fd00::/64");
+	}
+	is("fd00::2", "reject");
+	is("2001:db8:1::10", "accept");
+	np->mode = TS_NET_PASTA;
 
 	room = 3;
 	ok(ts_net_rules(ctx, rules, &room) == -E2BIG, "too little room: -E2BIG");

@@ -59,7 +59,10 @@ static void patterns(void)
 	pattern_bad("a.*.example.com", "first label");
 	pattern_bad("*example.com", "first label");
 	pattern_bad("**.example.com", "first label");
-	pattern_bad("example.com.", "trailing dot");
+	pattern_ok("example.com.", "example.com");
+	pattern_ok("*.Example.com.:8443", "*.example.com:8443");
+	pattern_bad("example.com..", "empty label");
+	pattern_bad(".", "empty");
 	pattern_bad("a..example.com", "empty label");
 	pattern_bad(".example.com", "empty label");
 	pattern_bad("-a.example.com", "`-`");
@@ -90,6 +93,11 @@ static void patterns(void)
 
 	ok(match("api.github.com", "api.github.com", 443), "exact name, 443");
 	ok(match("api.github.com", "API.GITHUB.COM.", 80), "case and a trailing dot ignored, 80");
+	ok(match("api.github.com.", "api.github.com", 443) &&
+		   match("api.github.com.", "api.github.com.", 443) &&
+		   !match("api.github.com.", "api.github.com.evil.com", 443),
+	   "an entry with a trailing dot is the same entry");
+	ok(!match("api.github.com", "api.github.com..", 443), "two trailing dots are no name");
 	ok(!match("api.github.com", "api.github.com", 22), "port 22 not by default");
 	ok(!match("api.github.com", "github.com", 443), "a parent is not the name");
 	ok(!match("api.github.com", "x.api.github.com", 443), "a child is not the name");
