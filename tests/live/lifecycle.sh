@@ -42,7 +42,11 @@ ts exec --cwd /nonexistent-dir "$id" -- true 2>"$tmp/err"; st=$?
 [ $st != 0 ] && grep -q "cwd '/nonexistent-dir'.*No such file" "$tmp/err"; t $? "a missing cwd is refused with ENOENT ($st: $(cat "$tmp/err"))"
 ts exec --cwd /etc/passwd "$id" -- true 2>"$tmp/err"; st=$?
 [ $st != 0 ] && grep -q 'Not a directory' "$tmp/err"; t $? "a cwd that is a file is refused with ENOTDIR ($st: $(cat "$tmp/err"))"
-is "$(ts exec "$id" -- sh -c 'ls /proc/$$/fd | tr "\n" " "')" "0 1 2 " "a command holds fds 0-2 only, none of init's"
+# (no pipeline inside: sh would hold its pipe's end while ls looks; `; true` keeps sh from
+# executing ls in its place)
+is "$(ts exec "$id" -- sh -c 'ls /proc/$$/fd; true' | tr '\n' ' ')" "0 1 2 " "a command holds fds 0-2 only, none of init's"
+is "$(ts exec "$id" -- sh -c 'exec 7</dev/null; ls /proc/$$/fd; true' | tr '\n' ' ')" "0 1 2 7 " \
+	"an fd opened in the command is seen (control for the check above)"
 is "$(ts exec "$id" -- sh -c 'cat /proc/$$/status' | awk '/^(CapEff|CapBnd|NoNewPrivs)/ {printf "%s ", $2}')" \
 	"0000000000000000 0000000000000000 1 " "a command has no capability, an empty bounding set and no_new_privs"
 out=$(ts exec "$id" -- sh -c 'read -r a b c d e sid rest </proc/$$/stat; echo "$sid $$ $e"')
