@@ -107,8 +107,13 @@ int ts_ids_become(const struct ts_ids *ids, uid_t uid)
 	r = bounding_clear(ids->bset);
 	if (r < 0)
 		return r;
-	if (uid != ids->uid && (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
-				setresuid(uid, uid, uid) < 0))
+	/* Raw system calls: this runs in a vfork-style child sharing init's memory
+	 * (proctab.c start_child), where musl's wrappers would take libc's locks and
+	 * broadcast to threads (__synccall); init has one thread, so the calls are the
+	 * whole job. */
+	if (uid != ids->uid &&
+	    (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+	     syscall(SYS_setresuid, uid, uid, uid) < 0))
 		return -errno;
 	/* Always, whatever init believes it holds (its capget may have failed under a
 	 * custom seccomp profile): clearing sets is allowed to anyone. */

@@ -35,7 +35,8 @@ int ts_ids_check(const struct ts_ids *ids, uint64_t uid, char *msg, size_t len);
 /*
  * In a freshly forked child: become uid (already checked) with its group, drop the
  * supplementary groups, and give up every capability, the bounding set included, also
- * when uid is init's own. 0 or -errno: the child must then not run anything.
+ * when uid is init's own. 0 or -errno: the child must then not run anything. Only system
+ * calls, no libc state: safe in a child that shares init's memory until it executes.
  */
 int ts_ids_become(const struct ts_ids *ids, uid_t uid);
 

@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -79,7 +83,8 @@ struct ts_proctab {
 	struct ts_proctab_ops ops;
 	uint64_t next_id;
 	struct ts_proc procs[TS_PROC_MAX];
-	size_t n_procs; /* procs[0..n_procs) are used */
+	size_t n_procs;	   /* procs[0..n_procs) are used */
+	void *child_stack; /* start_child's, mapped at the first spawn */
 };
 
 static void emit(struct ts_proctab *t, int conn, const struct ts_ctl_msg *m)
@@ -497,8 +502,19 @@ static int parse_spawn(struct ts_proctab *t, const struct ts_ctl_msg *req, struc
 	int r;
 
 	memset(s, 0, sizeof(*s));
-	s->argv = calloc(TS_MAX_ARGS + 1, sizeof(char *));
-	s->env = calloc(TS_MAX_ENV + 1, sizeof(char *));
+	/* the vectors as long as this request needs (counted first, bounded below): a
+	 * maximal one is large enough to be mapped and unmapped by malloc on every spawn */
+	{
+		size_t na = 0, ne = 0;
+
+		while (ts_ctl_next(req, &pos, &tag, &v, &len) > 0) {
+			na += tag == TS_T_ARG;
+			ne += tag == TS_T_ENV;
+		}
+		pos = 0;
+		s->argv = calloc((na < TS_MAX_ARGS ? na : TS_MAX_ARGS) + 1, sizeof(char *));
+		s->env = calloc((ne < TS_MAX_ENV ? ne : TS_MAX_ENV) + 1, sizeof(char *));
+	}
 	if (!s->argv || !s->env)
 		return ts_err(err, -ENOMEM, "out of memory");
 	ts_ctl_get_u64(req, TS_T_FLAGS, &s->flags);
@@ -568,68 +584,124 @@ static int parse_spawn(struct ts_proctab *t, const struct ts_ctl_msg *req, struc
 
 /* What the child reports before it executes: which step failed, and its errno. */
 struct child_failure {
-	int step; /* 1 cwd, 2 exec, 3 ids, 4 stdio */
+	int step; /* 0 none (it executed), 1 cwd, 2 exec, 3 ids, 4 stdio */
 	int err;
 };
 
-static void child_fail(int fd, int step, int e)
-{
-	struct child_failure f = { step, e };
+/* Everything the child needs, in the parent's frame: the child shares init's memory until
+ * it executes, and reports a failure by writing fail here. */
+struct child_args {
+	const struct ts_proctab *t;
+	const struct spawn_req *s;
+	const int *stdio;
+	int pty_slave;
+	struct child_failure fail;
+};
 
-	(void)!write(fd, &f, sizeof(f));
+/* The child's stack: a vfork-style child must not run on the frames of the parent it
+ * shares memory with. execvp's own buffers live here (a PATH entry plus the name, and
+ * glibc's script fallback copies argv: TS_MAX_ARGS pointers), with room to spare. */
+#define TS_CHILD_STACK ((size_t)(64U << 10) + TS_MAX_ARGS * sizeof(char *))
+
+static int child_fail(struct child_args *a, int step, int e)
+{
+	a->fail.step = step;
+	a->fail.err = e;
 	_exit(127);
 }
 
 /*
- * Fork and execute. The child reports a failure on status_fd (close-on-exec, so a
- * successful exec is end-of-file there): cwd and exec errors become the request's error,
- * and nothing runs.
+ * The child, until it executes: it shares init's memory (CLONE_VM|CLONE_VFORK, init
+ * suspended meanwhile), so it makes system calls only: no allocation, no stdio, no libc
+ * lock, nothing written but its own stack, errno and a->fail. Init has no signal handler
+ * (it reads signals from a signalfd, see init.c) that could run here on init's data.
  */
-static pid_t start_child(const struct ts_proctab *t, const struct spawn_req *s, char **envp,
-			 const int stdio[3], int pty_slave, int status_fd)
+static int child_main(void *arg)
 {
-	pid_t pid = fork();
+	struct child_args *a = arg;
+	const struct ts_proctab *t = a->t;
+	const struct spawn_req *s = a->s;
 	int r;
 
-	if (pid != 0)
-		return pid;
-	/* child: init's signal mask does not belong here. Its dispositions are the defaults
-	 * (init catches nothing: it reads signals from a signalfd, see init.c), so the mask
-	 * is all there is to reset, and a caught handler would end at exec anyway. */
+	/* init's signal mask does not belong here. Its dispositions are the defaults (init
+	 * catches nothing), so the mask is all there is to reset. */
 	{
 		sigset_t none;
 
 		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+			return child_fail(a, 4, errno);
 	}
 	/* a session of its own, never init's (spawn.c says why) */
 	if (setsid() < 0)
-		child_fail(status_fd, 4, errno);
-	if (pty_slave >= 0) {
-		if (ioctl(pty_slave, TIOCSCTTY, 0) < 0 || dup2(pty_slave, 0) < 0 ||
-		    dup2(pty_slave, 1) < 0 || dup2(pty_slave, 2) < 0)
-			child_fail(status_fd, 4, errno);
+		return child_fail(a, 4, errno);
+	if (a->pty_slave >= 0) {
+		if (ioctl(a->pty_slave, TIOCSCTTY, 0) < 0 || dup2(a->pty_slave, 0) < 0 ||
+		    dup2(a->pty_slave, 1) < 0 || dup2(a->pty_slave, 2) < 0)
+			return child_fail(a, 4, errno);
 	} else {
 		for (int i = 0; i < 3; i++)
-			if (dup2(stdio[i], i) < 0)
-				child_fail(status_fd, 4, errno);
+			if (dup2(a->stdio[i], i) < 0)
+				return child_fail(a, 4, errno);
 	}
-	/* the status pipe as fd 3 (close-on-exec), then nothing else of init's follows */
-	if (status_fd != 3 && (dup2(status_fd, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0))
-		_exit(127);
-	status_fd = 3;
-	ts_close_range(4, ~0U, 0);
-	if (t->cfg.nofile.rlim_max)
-		setrlimit(RLIMIT_NOFILE, &t->cfg.nofile);
+	/* nothing of init's beyond 0-2 follows: close, not close-on-exec, so that a failure
+	 * to close is a failure to start */
+	if (ts_close_range(3, ~0U, 0) < 0)
+		return child_fail(a, 4, errno);
+	/* prlimit64 itself: musl's setrlimit goes through __synccall, libc state */
+	if (t->cfg.nofile.rlim_max &&
+	    syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &t->cfg.nofile, NULL) < 0)
+		return child_fail(a, 4, errno);
 	/* init's capabilities (if any) end here, whoever the process runs as */
 	if ((r = ts_ids_become(t->cfg.ids, s->as)) < 0)
-		child_fail(status_fd, 3, -r);
+		return child_fail(a, 3, -r);
 	if (chdir(s->cwd ? s->cwd : ts_ids_home(s->as)) < 0)
-		child_fail(status_fd, 1, errno);
-	environ = envp;
+		return child_fail(a, 1, errno);
+	/* environ is the process's here (start_child set it for the call): execvp searches
+	 * the process's PATH, as a shell would */
 	execvp(s->argv[0], s->argv);
-	child_fail(status_fd, 2, errno);
-	return -1;
+	return child_fail(a, 2, errno);
+}
+
+/*
+ * Start the child and wait until it has executed or failed (CLONE_VFORK: no pipe, no
+ * page-table copy, one wake-up). A failure before the exec comes back in *fail, the
+ * child then already exited (127) and is to be reaped by the caller. Returns the pid or
+ * -errno (the clone failed; nothing started).
+ */
+static pid_t start_child(struct ts_proctab *t, const struct spawn_req *s, char **envp,
+			 const int stdio[3], int pty_slave, struct child_failure *fail)
+{
+	struct child_args a = { .t = t, .s = s, .stdio = stdio, .pty_slave = pty_slave };
+	char **saved = environ;
+	pid_t pid;
+
+	if (!t->child_stack) {
+		/* once, reused by every child (one at a time: init waits for each); a guard
+		 * page below, so that an overflow faults instead of writing init's memory */
+		void *m = mmap(NULL, TS_CHILD_STACK + 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+
+		if (m == MAP_FAILED)
+			return -errno;
+		if (mprotect(m, 4096, PROT_NONE) < 0) {
+			int e = errno;
+
+			munmap(m, TS_CHILD_STACK + 4096);
+			return -e;
+		}
+		t->child_stack = m;
+	}
+	/* The child's execvp reads environ; init's own is restored as soon as the child has
+	 * executed (the parent runs again only then). Init has one thread. */
+	environ = envp;
+	pid = clone(child_main, (char *)t->child_stack + 4096 + TS_CHILD_STACK,
+		    CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	environ = saved;
+	if (pid < 0)
+		return -errno;
+	*fail = a.fail;
+	return pid;
 }
 
 /* Keep at most TS_PROC_CONFIG_MAX bytes of a string vector for listings. */
@@ -662,12 +734,11 @@ void ts_proctab_spawn(struct ts_proctab *t, int conn, const struct ts_ctl_msg *r
 	struct spawn_req s;
 	struct ts_error err = { 0 };
 	struct ts_pty pty = { -1, -1 };
-	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, in[2] = { -1, -1 }, status[2] = { -1, -1 };
+	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, in[2] = { -1, -1 };
 	int devnull = -1, stdio[3], log_fd = -1;
 	char **envp = NULL, logname[64];
-	struct child_failure f;
+	struct child_failure f = { 0 };
 	struct ts_proc *p;
-	ssize_t n;
 	pid_t pid;
 	int r;
 
@@ -696,7 +767,8 @@ void ts_proctab_spawn(struct ts_proctab *t, int conn, const struct ts_ctl_msg *r
 			goto fail;
 		ioctl(pty.master, TIOCSWINSZ, &ws);
 	} else {
-		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		/* openat: musl's open adds an fcntl for O_CLOEXEC that the kernel does not need */
+		devnull = openat(AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC);
 		if (devnull < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 		    ((s.flags & TS_SPAWN_STDIN) && pipe2(in, O_CLOEXEC) < 0)) {
 			r = ts_err_errno(&err, -errno, "pipe");
@@ -717,27 +789,18 @@ void ts_proctab_spawn(struct ts_proctab *t, int conn, const struct ts_ctl_msg *r
 			goto fail;
 		}
 	}
-	if (pipe2(status, O_CLOEXEC) < 0) {
-		r = ts_err_errno(&err, -errno, "pipe");
-		goto fail;
-	}
-	pid = start_child(t, &s, envp, stdio, pty.slave, status[1]);
+	pid = start_child(t, &s, envp, stdio, pty.slave, &f);
 	if (pid < 0) {
-		r = ts_err_errno(&err, -errno, "fork");
+		r = ts_err_errno(&err, pid, "start the process (clone)");
 		goto fail;
 	}
-	close_fd(&status[1]);
 	/* the child's ends are the child's now */
 	close_fd(&out[1]);
 	close_fd(&errp[1]);
 	close_fd(&in[0]);
 	close_fd(&pty.slave);
 	close_fd(&devnull);
-	do
-		n = read(status[0], &f, sizeof(f));
-	while (n < 0 && errno == EINTR);
-	close_fd(&status[0]);
-	if (n == (ssize_t)sizeof(f)) {
+	if (f.step != 0) {
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		if (f.step == 1)
@@ -804,8 +867,6 @@ fail:
 	close_fd(&errp[1]);
 	close_fd(&in[0]);
 	close_fd(&in[1]);
-	close_fd(&status[0]);
-	close_fd(&status[1]);
 	close_fd(&pty.master);
 	close_fd(&pty.slave);
 	close_fd(&devnull);

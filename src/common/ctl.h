@@ -203,8 +203,8 @@ int ts_ctl_send(int fd, const struct ts_ctl_msg *m, const int *fds, size_t n_fds
 
 /*
  * Incremental receiver for non-blocking sockets: feed it what recvmsg() returns.
- * ts_ctl_conn_read reads once from fd and returns 1 when *out holds a whole message (the
- * caller then owns it), 0 when more bytes are needed (or EAGAIN), -ECONNRESET on EOF,
+ * ts_ctl_conn_read reads from fd (once, or twice when a header completes: then at once
+ * its body) and returns 1 when *out holds a whole message (the caller then owns it), 0 when more bytes are needed (or EAGAIN), -ECONNRESET on EOF,
  * -EBADMSG/-E2BIG on a malformed message.
  */
 struct ts_ctl_conn {

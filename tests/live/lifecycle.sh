@@ -30,6 +30,34 @@ ts exec "$id" -- sh -c 'kill -TERM $$'; is $? 143 "a signalled command gives 128
 is "$(echo piped | ts exec -i "$id" -- cat)" piped "exec -i streams stdin"
 is "$(echo ignored | ts exec "$id" -- cat)" "" "without -i stdin is /dev/null"
 ts exec "$id" -- /nonexistent 2>/dev/null; is $? 127 "a missing command gives 127"
+# init's start of a command (a child sharing init's memory until it executes,
+# runtime/proctab.c start_child): each failure comes back with its errno, nothing of
+# init's is open in the command, the request's PATH is searched and init's own
+# environment stays as it was
+ts exec "$id" -- /nonexistent 2>"$tmp/err"
+grep -q 'No such file or directory' "$tmp/err"; t $? "a missing command says ENOENT ($(cat "$tmp/err"))"
+ts exec "$id" -- /etc/passwd 2>"$tmp/err"; st=$?
+[ $st = 126 ] && grep -q 'Permission denied' "$tmp/err"; t $? "a file that is not executable gives 126 and EACCES ($st: $(cat "$tmp/err"))"
+ts exec --cwd /nonexistent-dir "$id" -- true 2>"$tmp/err"; st=$?
+[ $st != 0 ] && grep -q "cwd '/nonexistent-dir'.*No such file" "$tmp/err"; t $? "a missing cwd is refused with ENOENT ($st: $(cat "$tmp/err"))"
+ts exec --cwd /etc/passwd "$id" -- true 2>"$tmp/err"; st=$?
+[ $st != 0 ] && grep -q 'Not a directory' "$tmp/err"; t $? "a cwd that is a file is refused with ENOTDIR ($st: $(cat "$tmp/err"))"
+# (no pipeline inside: sh would hold its pipe's end while ls looks; `; true` keeps sh from
+# executing ls in its place)
+is "$(ts exec "$id" -- sh -c 'ls /proc/$$/fd; true' | tr '\n' ' ')" "0 1 2 " "a command holds fds 0-2 only, none of init's"
+is "$(ts exec "$id" -- sh -c 'exec 7</dev/null; ls /proc/$$/fd; true' | tr '\n' ' ')" "0 1 2 7 " \
+	"an fd opened in the command is seen (control for the check above)"
+is "$(ts exec "$id" -- sh -c 'cat /proc/$$/status' | awk '/^(CapEff|CapBnd|NoNewPrivs)/ {printf "%s ", $2}')" \
+	"0000000000000000 0000000000000000 1 " "a command has no capability, an empty bounding set and no_new_privs"
+out=$(ts exec "$id" -- sh -c 'read -r a b c d e sid rest </proc/$$/stat; echo "$sid $$ $e"')
+set -- $out
+[ "$1" = "$2" ] && [ "$3" = "$2" ]; t $? "a command leads a session and a process group of its own (sid pid pgid: $out)"
+ts exec "$id" -- sh -c 'mkdir -p /tmp/pbin && printf "#!/bin/sh\necho from-path\n" >/tmp/pbin/ts-mine && chmod +x /tmp/pbin/ts-mine'
+is "$(ts exec -e PATH=/tmp/pbin:/usr/bin:/bin "$id" -- ts-mine)" from-path "the command's own PATH is searched"
+ts exec "$id" -- ts-mine 2>/dev/null; is $? 127 "without it, the default PATH is (the name is not found)"
+is "$(ts exec -e TS_ONCE=1 "$id" -- sh -c 'echo ${TS_ONCE-unset}'; ts exec "$id" -- sh -c 'echo ${TS_ONCE-unset}')" \
+	"1
+unset" "a request's variable reaches its command only, not the next"
 ts exec -i "$id" -- true </ 2>/dev/null; is $? 125 "exec refuses a directory as standard input"
 ts exec "$id" -- true 1</ 2>"$tmp/err"; st=$?
 [ $st = 125 ] && grep -q 'directory' "$tmp/err"; t $? "exec refuses a directory as standard output ($st)"
