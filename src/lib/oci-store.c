@@ -668,9 +668,9 @@ struct import {
 	/* a pull's progress (NULL: none) */
 	void (*progress)(void *userdata, const struct ts_oci_progress *p);
 	struct ts_oci_progress prog;
-	uint64_t blob_base; /* prog.bytes_done before the layer in flight */
-	bool in_layer;	    /* a layer is being downloaded (not a manifest or config) */
-	bool relock;	    /* a pull: the store's lock is taken again only to unpack */
+	uint64_t blob_base;	   /* prog.bytes_done before the layer in flight */
+	bool in_layer;		   /* a layer is being downloaded (not a manifest or config) */
+	bool relock;		   /* a pull: the store's lock is taken again only to unpack */
 	const atomic_bool *cancel; /* a pull's (NULL: never) */
 	/* Layers unpacked into tmp/layer-<key>-<pid> and checked, waiting for the one syncfs
 	 * (finish_layers) after which they are renamed into place: one wait for the disk per
