@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * E2B's snapshots and fork (delta §"Snapshots and fork") on the backend's snapshots
+ * (backend.h ts_sb_snapshot): POST /sandboxes/{id}/snapshots, GET /snapshots,
+ * DELETE /templates/{snapshotID}, POST /sandboxes/{id}/fork; a create whose templateID is
+ * a snapshot restores it (control.c). The copy runs on a thread of its own with a backend
+ * handle of its own, the request deferred: the loop goes on serving meanwhile.
+ */
+#include <stdbool.h>
+
+#include "http.h"
+#include "server.h"
+
+#define TS_SNAPSHOTS_FORK_MAX 16   /* sandboxes one fork makes */
+#define TS_SNAPSHOTS_RUNNING_MAX 4 /* copies at once */
+
+void ts_snapshots_create(void *ctx, struct ts_req *req);
+void ts_snapshots_list(void *ctx, struct ts_req *req);
+void ts_snapshots_delete(void *ctx, struct ts_req *req);
+void ts_snapshots_fork(void *ctx, struct ts_req *req);
+
+/* Is template a snapshot of the backend (its id or one of its names)? */
+bool ts_snapshots_has(struct ts_srv *srv, const char *template_id);
