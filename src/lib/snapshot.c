@@ -318,7 +318,7 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		.max_bytes = o->max_bytes ? o->max_bytes : TS_SNAP_DEFAULT_MAX_BYTES,
 		.max_entries = o->max_entries ? o->max_entries : TS_SNAP_DEFAULT_MAX_ENTRIES,
 	};
-	_cleanup_close_ int rootfd = -EBADF, snapsfd = -EBADF, tmpfd = -EBADF;
+	_cleanup_close_ int rootfd = -EBADF, snapsfd = -EBADF, tmpfd = -EBADF, srclock = -EBADF;
 	char sub[12 + 1], tmpname[64], dir[4200];
 	bool own_ws = ts_sandbox_own_workspace(rec), paused = false;
 	json_t *spec;
@@ -375,6 +375,14 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	tmpfd = openat(snapsfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (tmpfd < 0) {
 		r = ts_err_errno(err, -errno, "open `%s/snapshots/%s`", paths->root, tmpname);
+		goto fail;
+	}
+	/* one snapshot of a sandbox at a time, and no start of a stopped one meanwhile (start
+	 * takes the same lock, sandbox.c): else a second one would find it paused and never
+	 * resume it, or a start would change the upper layer under the copy */
+	srclock = open(rec->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (srclock < 0 || flock(srclock, LOCK_EX) < 0) {
+		r = ts_err_errno(err, -errno, "lock `%s`", rec->dir);
 		goto fail;
 	}
 	/* a consistent copy: nothing of the sandbox runs while it is made (as E2B pauses) */

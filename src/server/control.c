@@ -600,25 +600,16 @@ static bool allow_out_names(struct ts_req *req, json_t *net, const char **names,
 	return true;
 }
 
-/*
- * Create a sandbox with o and record it (tokens, the create body text, auto_pause); *ret is
- * the Sandbox JSON create answers. -EPROTO (err says why) when its record could not be
- * written (a 500), else the backend's -errno with err.
- */
-int ts_control_create(struct ts_srv *srv, const struct ts_sb_create_opts *o, const char *text,
-		      bool auto_pause, json_t **ret, struct ts_error *err)
+int ts_control_record(struct ts_srv *srv, struct ts_sb *sb, const char *template_id,
+		      const char *text, bool auto_pause, json_t **ret, struct ts_error *err)
 {
 	struct ts_meta_sb m = { 0 };
 	struct ts_sb_info info;
 	struct ts_srv_sb *e = NULL;
-	struct ts_sb *sb = NULL;
 	int r;
 
-	r = ts_sb_create(srv->be, o, &sb, err);
-	if (r < 0)
-		return r;
 	snprintf(m.id, sizeof(m.id), "%s", ts_sb_id(sb));
-	snprintf(m.template_id, sizeof(m.template_id), "%s", o->template_id ?: "base");
+	snprintf(m.template_id, sizeof(m.template_id), "%s", template_id ?: "base");
 	snprintf(m.client_id, sizeof(m.client_id), "local");
 	hex_token(m.envd_token, sizeof(m.envd_token));
 	hex_token(m.traffic_token, sizeof(m.traffic_token));
@@ -645,6 +636,15 @@ int ts_control_create(struct ts_srv *srv, const struct ts_sb_create_opts *o, con
 	return 0;
 }
 
+int ts_control_create(struct ts_srv *srv, const struct ts_sb_create_opts *o, const char *text,
+		      bool auto_pause, json_t **ret, struct ts_error *err)
+{
+	struct ts_sb *sb = NULL;
+	int r = ts_sb_create(srv->be, o, &sb, err);
+
+	return r < 0 ? r : ts_control_record(srv, sb, o->template_id, text, auto_pause, ret, err);
+}
+
 static void handle_create(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
@@ -656,6 +656,7 @@ static void handle_create(void *ctx, struct ts_req *req)
 	struct ts_sb_create_opts o = { .timeout_absolute = true, .with_root = true, .sudo = true };
 	const char *tpl, *allow_names[64 + 1];
 	json_t *b, *jm, *out = NULL;
+	bool snapshot = false;
 	long long t;
 	int r;
 
@@ -668,6 +669,7 @@ static void handle_create(void *ctx, struct ts_req *req)
 	 * the network */
 	if (tpl && *tpl && ts_snapshots_has(srv, tpl)) {
 		o.template_id = tpl; /* a snapshot (snapshots.h): restored */
+		snapshot = true;
 	} else if (tpl && *tpl && strcmp(tpl, "base") != 0) {
 		char shown[80];
 
@@ -709,6 +711,12 @@ static void handle_create(void *ctx, struct ts_req *req)
 	text = json_dumps(b, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!text)
 		goto oom;
+	if (snapshot) {
+		/* copies the snapshot's workspace: off the loop */
+		ts_snapshots_restore(srv, req, &o, TAKE_PTR(envs), TAKE_PTR(meta), TAKE_PTR(text),
+				     json_is_true(json_object_get(b, "autoPause")));
+		return;
+	}
 	r = ts_control_create(srv, &o, text, json_is_true(json_object_get(b, "autoPause")), &out,
 			      &err);
 	if (r < 0) {

@@ -19,7 +19,7 @@
 
 #define SNAP_LIST_MAX 100
 
-/* One snapshot (or fork) on its thread; the loop owns it. */
+/* One snapshot, fork or restore on its thread; the loop owns it. */
 struct job {
 	struct ts_srv *srv;
 	struct ts_req *req;
@@ -31,13 +31,27 @@ struct job {
 	bool fork;
 	long long count, timeout_s;
 	json_t *envs, *metadata; /* the source's create body's */
+	struct ts_kv env_kv[64], meta_kv[64];
+	size_t n_env, n_meta;
+	/* restore (a create whose template is a snapshot): the create's options and body */
+	bool restore;
+	struct ts_sb_create_opts o;
+	struct ts_kv *o_envs, *o_meta;
+	const char *allow[65];
+	char *text;
+	bool auto_pause;
 	int efd;
 	struct ts_loop_fd *watch;
 	pthread_t thread;
-	/* the thread's result */
+	/* the thread's result: the snapshot, the sandboxes made on its backend handle */
+	struct ts_backend *b;
 	int r;
 	struct ts_error err;
 	struct ts_snap_info info;
+	struct ts_sb *made[TS_SNAPSHOTS_FORK_MAX];
+	int made_r[TS_SNAPSHOTS_FORK_MAX];
+	struct ts_error made_err[TS_SNAPSHOTS_FORK_MAX];
+	size_t n_made;
 };
 
 static void job_free(struct job *j)
@@ -45,28 +59,63 @@ static void job_free(struct job *j)
 	ts_loop_del_fd(j->watch);
 	if (j->efd >= 0)
 		close(j->efd);
+	for (size_t i = 0; i < j->n_made; i++)
+		ts_sb_close(j->made[i]);
+	ts_backend_free(j->b);
 	json_decref(j->envs);
 	json_decref(j->metadata);
+	free(j->o_envs);
+	free(j->o_meta);
+	free(j->text);
 	j->srv->snapshots_running--;
 	free(j);
 }
 
-/* A backend handle of its own: the loop's belongs to the loop's thread. */
+/* The create options of one fork: the snapshot, the source's envs and metadata. */
+static void fork_opts(struct job *j, struct ts_sb_create_opts *o)
+{
+	*o = (struct ts_sb_create_opts){ .timeout_absolute = true,
+					 .with_root = true,
+					 .sudo = true,
+					 .template_id = j->info.id,
+					 .envs = j->env_kv,
+					 .n_envs = j->n_env,
+					 .metadata = j->meta_kv,
+					 .n_metadata = j->n_meta };
+	o->timeout_ms = j->timeout_s < 0    ? TS_CONTROL_TIMEOUT_S * 1000LL
+			: j->timeout_s == 0 ? 1
+					    : j->timeout_s * 1000;
+}
+
+/*
+ * A backend handle of its own (the loop's belongs to the loop's thread): the copy, and the
+ * creates from the snapshot, which copy its workspace; the loop records what was made.
+ */
 static void *snap_main(void *arg)
 {
 	struct job *j = arg;
-	struct ts_backend *b = NULL;
 	struct ts_sb *sb = NULL;
-	struct ts_snap_create_opts o = { .name = j->has_name ? j->name : NULL };
+	struct ts_snap_create_opts so = { .name = j->has_name ? j->name : NULL };
 	uint64_t one = 1;
 
-	j->r = ts_backend_open(j->backend, &b, &j->err);
-	if (j->r >= 0)
-		j->r = ts_sb_lookup(b, j->sb_id, &sb, &j->err);
-	if (j->r >= 0)
-		j->r = ts_sb_snapshot(sb, &o, &j->info, &j->err);
-	ts_sb_close(sb);
-	ts_backend_free(b);
+	j->r = ts_backend_open(j->backend, &j->b, &j->err);
+	if (j->r >= 0 && !j->restore) {
+		j->r = ts_sb_lookup(j->b, j->sb_id, &sb, &j->err);
+		if (j->r >= 0)
+			j->r = ts_sb_snapshot(sb, &so, &j->info, &j->err);
+		ts_sb_close(sb);
+	}
+	for (long long i = 0; j->r >= 0 && (j->fork || j->restore) && i < j->count; i++) {
+		struct ts_sb_create_opts o;
+
+		if (j->fork)
+			fork_opts(j, &o);
+		else
+			o = j->o;
+		j->made_r[j->n_made] =
+			ts_sb_create(j->b, &o, &j->made[j->n_made], &j->made_err[j->n_made]);
+		j->n_made++;
+	}
 	(void)!write(j->efd, &one, sizeof(one));
 	return NULL;
 }
@@ -86,51 +135,51 @@ static json_t *snap_json(const struct ts_snap_info *i)
 	return json_pack("{s:s, s:o}", "snapshotID", i->id, "names", names);
 }
 
-/* The fork's sandboxes: one create each from the snapshot, as POST /sandboxes makes it. */
-static json_t *fork_creates(struct job *j)
+/* Record sandbox i of the job (its handle goes): 0 with *ret, or -errno with err. */
+static int record(struct job *j, size_t i, const char *text, bool auto_pause, json_t **ret,
+		  struct ts_error *err)
+{
+	struct ts_sb *sb = j->made[i];
+
+	if (j->made_r[i] < 0) {
+		*err = j->made_err[i];
+		return j->made_r[i];
+	}
+	j->made[i] = NULL;
+	return ts_control_record(j->srv, sb, j->fork ? j->info.id : j->o.template_id, text,
+				 auto_pause, ret, err);
+}
+
+static unsigned err_status(int r, const struct ts_error *err)
+{
+	return r == -EPROTO ? 500 : ts_srv_http_status(ts_be_code(err));
+}
+
+/* The fork's sandboxes, recorded as POST /sandboxes records one. */
+static json_t *fork_records(struct job *j)
 {
 	json_t *out = json_array();
 
-	for (long long i = 0; i < j->count; i++) {
-		struct ts_sb_create_opts o = { .timeout_absolute = true,
-					       .with_root = true,
-					       .sudo = true,
-					       .template_id = j->info.id };
+	for (size_t i = 0; i < j->n_made; i++) {
 		struct ts_error err = { 0 };
-		struct ts_kv env_kv[64], meta_kv[64];
-		const char *k;
-		json_t *v, *body, *sbj = NULL;
+		json_t *body, *sbj = NULL;
 		char *text;
 		int r;
 
-		o.timeout_ms = j->timeout_s < 0	   ? TS_CONTROL_TIMEOUT_S * 1000LL
-			       : j->timeout_s == 0 ? 1
-						   : j->timeout_s * 1000;
-		json_object_foreach(j->envs, k, v) {
-			if (o.n_envs < ELEMENTSOF(env_kv) && json_is_string(v))
-				env_kv[o.n_envs++] = (struct ts_kv){ k, json_string_value(v) };
-		}
-		json_object_foreach(j->metadata, k, v) {
-			if (o.n_metadata < ELEMENTSOF(meta_kv) && json_is_string(v))
-				meta_kv[o.n_metadata++] = (struct ts_kv){ k, json_string_value(v) };
-		}
-		o.envs = env_kv;
-		o.metadata = meta_kv;
 		body = json_pack("{s:s, s:I, s:O, s:O}", "templateID", j->info.id, "timeout",
 				 (json_int_t)(j->timeout_s < 0 ? TS_CONTROL_TIMEOUT_S
 							       : j->timeout_s),
 				 "envVars", j->envs, "metadata", j->metadata);
 		text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 		json_decref(body);
-		r = text ? ts_control_create(j->srv, &o, text, false, &sbj, &err)
+		r = text ? record(j, i, text, false, &sbj, &err)
 			 : ts_err(&err, -ENOMEM, "out of memory");
 		free(text);
 		if (r < 0) {
-			unsigned code = r == -EPROTO ? 500 : ts_srv_http_status(ts_be_code(&err));
-
 			ts_sanitize_text(err.msg);
 			json_array_append_new(out, json_pack("{s:{s:i, s:s}}", "error", "code",
-							     (int)code, "message", err.msg));
+							     (int)err_status(r, &err), "message",
+							     err.msg));
 		} else {
 			json_array_append_new(out, json_pack("{s:o}", "sandbox", sbj));
 		}
@@ -150,11 +199,21 @@ static void on_done(void *userdata, short revents)
 	ts_req_defer_forget(j->req);
 	if (j->r < 0) {
 		reply_err(j->req, &j->err);
+	} else if (j->restore) {
+		struct ts_error err = { 0 };
+		json_t *out = NULL;
+		int r = record(j, 0, j->text, j->auto_pause, &out, &err);
+
+		if (r < 0)
+			ts_srv_reply_error(j->req, err_status(r, &err), "%s",
+					   err.msg[0] ? err.msg : "backend error");
+		else
+			ts_req_reply_json(j->req, 201, out);
 	} else if (!j->fork) {
 		ts_req_reply_json(j->req, 201, snap_json(&j->info));
 	} else {
 		struct ts_error ignore;
-		json_t *out = fork_creates(j);
+		json_t *out = fork_records(j);
 
 		/* the fork's snapshot is internal: its record goes, its files stay while the
 		 * forks use them (snapshot.h) */
@@ -164,12 +223,21 @@ static void on_done(void *userdata, short revents)
 	job_free(j);
 }
 
-/* serve stops with the copy running: waited for (it is bounded), then nothing is sent. */
+/* serve stops with the copy running: waited for (it is bounded), then nothing is sent and
+ * what it made goes. */
 static void on_gone(void *userdata)
 {
 	struct job *j = userdata;
 
 	pthread_join(j->thread, NULL);
+	/* made but never recorded: they would run without a token */
+	for (size_t i = 0; i < j->n_made; i++) {
+		struct ts_error ignore;
+
+		if (j->made[i])
+			ts_sb_remove(j->made[i], TS_SB_REMOVE_FORCE | TS_SB_REMOVE_PURGE, NULL,
+				     NULL, &ignore);
+	}
 	job_free(j);
 }
 
@@ -201,6 +269,19 @@ static void start(struct ts_srv *srv, struct ts_req *req, struct job *j)
 		pthread_join(j->thread, NULL);
 		ts_srv_reply_error(req, 500, "cannot defer the request");
 		job_free(j);
+	}
+}
+
+/* The string members of obj as pairs (pointing into obj), at most 64. */
+static void kv_of(json_t *obj, struct ts_kv *kv, size_t *n)
+{
+	const char *k;
+	json_t *v;
+
+	*n = 0;
+	json_object_foreach(obj, k, v) {
+		if (*n < 64 && json_is_string(v))
+			kv[(*n)++] = (struct ts_kv){ k, json_string_value(v) };
 	}
 }
 
@@ -239,6 +320,8 @@ static struct job *prepare(struct ts_srv *srv, struct ts_req *req)
 		json_decref(j->metadata);
 		j->metadata = json_object();
 	}
+	kv_of(j->envs, j->env_kv, &j->n_env);
+	kv_of(j->metadata, j->meta_kv, &j->n_meta);
 	return j;
 }
 
@@ -422,4 +505,41 @@ bool ts_snapshots_has(struct ts_srv *srv, const char *template_id)
 				return true;
 	}
 	return false;
+}
+
+void ts_snapshots_restore(struct ts_srv *srv, struct ts_req *req, const struct ts_sb_create_opts *o,
+			  struct ts_kv *envs, struct ts_kv *meta, char *text, bool auto_pause)
+{
+	struct job *j = NULL;
+	size_t n = 0;
+
+	if (srv->snapshots_running >= TS_SNAPSHOTS_RUNNING_MAX) {
+		ts_srv_reply_error(req, 429, "%d snapshots are being copied already; try later",
+				   TS_SNAPSHOTS_RUNNING_MAX);
+		goto fail;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		ts_srv_reply_error(req, 500, "out of memory");
+		goto fail;
+	}
+	j->efd = -1;
+	j->restore = true;
+	j->count = 1;
+	j->o = *o;
+	j->o_envs = envs;
+	j->o_meta = meta;
+	j->text = text;
+	j->auto_pause = auto_pause;
+	/* the names point into the request's body, which stays while it is deferred */
+	for (; o->net_allow && o->net_allow[n] && n + 1 < ELEMENTSOF(j->allow); n++)
+		j->allow[n] = o->net_allow[n];
+	j->allow[n] = NULL;
+	j->o.net_allow = n ? (char *const *)j->allow : NULL;
+	start(srv, req, j);
+	return;
+fail:
+	free(envs);
+	free(meta);
+	free(text);
 }
