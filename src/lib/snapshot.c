@@ -348,8 +348,8 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		snprintf(ret->names[ret->n_names++], TS_NAME_MAX, "%s", o->name);
 	ret->spec = snap_spec(ret->id, spec, own_ws, err);
 	if (!ret->spec) {
-		r = err ? err->code : -ENOMEM;
-		r = r < 0 ? r : -EINVAL;
+		/* ts_error holds the positive errno */
+		r = err && err->code > 0 ? -err->code : -EINVAL;
 		goto out_spec;
 	}
 	rootfd = open(paths->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -473,11 +473,13 @@ void ts_snapshots_delete(void *ctx, struct ts_req *req)
 	struct ts_error err = { 0 };
 	const char *id = ts_req_param(req, 0);
 	char shown[80];
+	int r;
 
 	if (ts_control_auth(srv, req) < 0)
 		return;
-	if (ts_backend_snapshot_delete(srv->be, id, &err) < 0) {
-		if (err.code == -ENOENT || err.code == -EOPNOTSUPP) {
+	r = ts_backend_snapshot_delete(srv->be, id, &err);
+	if (r < 0) {
+		if (r == -ENOENT || r == -EOPNOTSUPP) {
 			snprintf(shown, sizeof(shown), "%s", id);
 			ts_sanitize_text(shown);
 			ts_srv_reply_error(req, 404, "template `%s` not found", shown);
