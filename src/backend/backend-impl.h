@@ -33,6 +33,11 @@ struct ts_backend_ops {
 	int (*sb_resume)(struct ts_sb *sb, struct ts_error *err);
 	void (*sb_close)(struct ts_sb *sb);
 	int (*sb_check_user)(struct ts_sb *sb, const char *user, struct ts_error *err);
+	int (*sb_snapshot)(struct ts_sb *sb, const struct ts_snap_create_opts *o,
+			   struct ts_snap_info *ret, struct ts_error *err);
+	int (*snap_list)(struct ts_backend *b, struct ts_snap_info **ret, size_t *n,
+			 struct ts_error *err);
+	int (*snap_delete)(struct ts_backend *b, const char *ref, struct ts_error *err);
 	int (*cmd_log_read)(struct ts_sb *sb, uint64_t proc, uint64_t offset, void *buf, size_t len,
 			    size_t *got, struct ts_error *err);
 

@@ -316,6 +316,32 @@ int ts_sb_pause(struct ts_sb *sb, struct ts_error *err)
 	return sb->ops->sb_pause(sb, err);
 }
 
+int ts_sb_snapshot(struct ts_sb *sb, const struct ts_snap_create_opts *o, struct ts_snap_info *ret,
+		   struct ts_error *err)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!sb->ops->sb_snapshot)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` has no snapshots", sb->ops->name);
+	return sb->ops->sb_snapshot(sb, o, ret, err);
+}
+
+int ts_backend_snapshots(struct ts_backend *b, struct ts_snap_info **ret, size_t *n,
+			 struct ts_error *err)
+{
+	*ret = NULL;
+	*n = 0;
+	if (!b->ops->snap_list)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` has no snapshots", b->ops->name);
+	return b->ops->snap_list(b, ret, n, err);
+}
+
+int ts_backend_snapshot_delete(struct ts_backend *b, const char *ref, struct ts_error *err)
+{
+	if (!b->ops->snap_delete)
+		return ts_err(err, -EOPNOTSUPP, "backend `%s` has no snapshots", b->ops->name);
+	return b->ops->snap_delete(b, ref, err);
+}
+
 int ts_sb_resume(struct ts_sb *sb, struct ts_error *err)
 {
 	if (!sb->ops->sb_resume)

@@ -231,6 +231,33 @@ int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err);
  * backend without it.
  */
 int ts_sb_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, struct ts_error *err);
+/*
+ * Snapshots (E2B's createSnapshot, listSnapshots, deleteSnapshot; local: snapshot.h): a
+ * copy of the sandbox's file system, restorable by ts_sb_create with template_id = its id
+ * or one of its names. -EOPNOTSUPP on a backend without them.
+ */
+#define TS_SNAP_INFO_NAMES 16
+struct ts_snap_info {
+	char id[64];
+	char source[64]; /* the sandbox it was taken of */
+	char names[TS_SNAP_INFO_NAMES][64];
+	size_t n_names;
+	long long created_ms;
+	unsigned long long size; /* bytes (local; 0 where unknown) */
+};
+struct ts_snap_create_opts {
+	const char *name;	      /* NULL: none */
+	unsigned long long max_bytes; /* 0: the backend's default */
+};
+/* Take a snapshot (the sandbox is paused while it is copied). */
+int ts_sb_snapshot(struct ts_sb *sb, const struct ts_snap_create_opts *o, struct ts_snap_info *ret,
+		   struct ts_error *err);
+/* Every snapshot, oldest first; free with free(). */
+int ts_backend_snapshots(struct ts_backend *b, struct ts_snap_info **ret, size_t *n,
+			 struct ts_error *err);
+/* Delete by id or name: -ENOENT when there is none. */
+int ts_backend_snapshot_delete(struct ts_backend *b, const char *ref, struct ts_error *err);
+
 /* local: start a stopped sandbox / stop a running one (processes end, files stay). */
 int ts_sb_start(struct ts_sb *sb, struct ts_error *err);
 int ts_sb_stop(struct ts_sb *sb, struct ts_error *err);

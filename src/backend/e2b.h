@@ -203,3 +203,9 @@ static inline const struct e2b_target *e2b_target_of(struct ts_sb *sb)
 {
 	return &((struct e2b_sb *)sb->impl)->t;
 }
+
+/* --- e2b-snap.c: snapshots (backend.h) ------------------------------------------------ */
+int e2b_snapshot(struct ts_sb *sb, const struct ts_snap_create_opts *o, struct ts_snap_info *ret,
+		 struct ts_error *err);
+int e2b_snap_list(struct ts_backend *b, struct ts_snap_info **ret, size_t *n, struct ts_error *err);
+int e2b_snap_delete(struct ts_backend *b, const char *ref, struct ts_error *err);

@@ -205,9 +205,12 @@ static int local_create(struct ts_backend *b, const struct ts_sb_create_opts *o,
 	/* No template: the host image (the fast default). "base": the store's image `base`
 	 * when there is one (`image build base`: node, python, git), else the host image. Else
 	 * an image directory, named by its absolute path, or an image of the local store
-	 * (`image pull`, `image import`). Any other name is a template this backend does not
-	 * have (E2B: 404) */
-	if (o->template_id && !strcmp(o->template_id, "base")) {
+	 * (`image pull`, `image import`), or a snapshot. Any other name is a template this
+	 * backend does not have (E2B: 404) */
+	if (o->template_id && *o->template_id && ts_local_is_snapshot(l, o->template_id)) {
+		/* a snapshot's id or name (a name never shadows `base` or a store image) */
+		co.snapshot = o->template_id;
+	} else if (o->template_id && !strcmp(o->template_id, "base")) {
 		if (ts_oci_has(l->paths.root, "base"))
 			co.image = "base";
 	} else if (o->template_id && *o->template_id) {
@@ -659,6 +662,9 @@ const struct ts_backend_ops ts_local_ops = {
 	.sb_resume = local_resume,
 	.sb_close = local_sb_close,
 	.sb_check_user = local_check_user,
+	.sb_snapshot = ts_local_snapshot,
+	.snap_list = ts_local_snap_list,
+	.snap_delete = ts_local_snap_delete,
 	.cmd_log_read = local_log_read,
 	.cmd_start = ts_local_cmd_start,
 	.cmd_connect = ts_local_cmd_connect,

@@ -57,6 +57,15 @@ bool ts_local_conn_gone(int r);
 /* The uid inside for a user name (NULL: the sandbox's default, -1). -EINVAL if unknown. */
 int ts_local_uid(const char *user, long *ret, struct ts_error *err);
 
+/* Snapshots (local-snap.c). */
+int ts_local_snapshot(struct ts_sb *sb, const struct ts_snap_create_opts *o,
+		      struct ts_snap_info *ret, struct ts_error *err);
+int ts_local_snap_list(struct ts_backend *b, struct ts_snap_info **ret, size_t *n,
+		       struct ts_error *err);
+int ts_local_snap_delete(struct ts_backend *b, const char *ref, struct ts_error *err);
+/* Does the template ref name a snapshot (its id or one of its names)? */
+bool ts_local_is_snapshot(struct local *l, const char *ref);
+
 extern const struct ts_backend_ops ts_local_ops;
 
 /* local-reap.c */

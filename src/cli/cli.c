@@ -112,6 +112,24 @@ int ts_cli_each(int argc, char **argv, const char *cmd,
 	return failed;
 }
 
+bool ts_cli_is_snapshot(struct ts_backend *b, const char *ref)
+{
+	_cleanup_free_ struct ts_snap_info *v = NULL;
+	struct ts_error ignore;
+	size_t n = 0;
+
+	if (ts_backend_snapshots(b, &v, &n, &ignore) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(v[i].id, ref))
+			return true;
+		for (size_t k = 0; k < v[i].n_names; k++)
+			if (!strcmp(v[i].names[k], ref))
+				return true;
+	}
+	return false;
+}
+
 int ts_cli_print_json(json_t *j, bool compact)
 {
 	size_t flags = compact ? JSON_COMPACT : JSON_INDENT(2);

@@ -43,6 +43,9 @@ int ts_cli_print_json(json_t *j, bool compact);
  * reason printed (prefixed with cmd). */
 int ts_cli_image_ensure(const char *root, const char *image, const char *cmd);
 
+/* Is ref the id or a name of one of the backend's snapshots? */
+bool ts_cli_is_snapshot(struct ts_backend *b, const char *ref);
+
 /* n bytes for people: 512B, 1.5K, 3.2M, ... */
 void ts_cli_size_text(uint64_t n, char *out, size_t len);
 

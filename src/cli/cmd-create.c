@@ -24,8 +24,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "      --name NAME        a unique name, usable wherever an id is\n"
 	      "      --workspace DIR    bind DIR at /home/user (default: its own directory)\n"
-	      "      --image DIR|NAME   a root file system directory or an imported image\n"
-	      "                         (default: the host image)\n"
+	      "      --image DIR|NAME   a root file system directory, an imported image or a\n"
+	      "                         snapshot's id or name (default: the host image)\n"
 	      "      --policy FILE      sandbox policy (YAML, see toren-sandbox-policy(5))\n"
 	      "  -e, --env NAME[=VALUE] let NAME in (host value now, or VALUE); repeatable\n"
 	      "      --ttl DURATION     idle timeout: 30m (default), 2h, 90s; 0 = none\n"
@@ -260,7 +260,9 @@ int ts_subcmd_create(int argc, char **argv)
 			ts_cli_error("create", &err);
 			return 1;
 		}
-		if (ts_cli_image_ensure(paths.root, o.template_id, "create") < 0)
+		/* a snapshot's id or name is no registry reference to pull */
+		if (!ts_cli_is_snapshot(b, o.template_id) &&
+		    ts_cli_image_ensure(paths.root, o.template_id, "create") < 0)
 			return 1;
 	}
 	if (ts_sb_create(b, &o, &sb, &err) < 0) {

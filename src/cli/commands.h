@@ -25,4 +25,5 @@ int ts_subcmd_tool(int argc, char **argv);
 int ts_subcmd_mcp(int argc, char **argv);
 int ts_subcmd_runs(int argc, char **argv);
 int ts_subcmd_image(int argc, char **argv);
+int ts_subcmd_snapshot(int argc, char **argv);
 int ts_subcmd_image_build(int argc, char **argv); /* image build, cmd-image-build.c */

@@ -34,6 +34,8 @@ static const struct {
 	{ "tool", ts_subcmd_tool, "one agent tool call (bash, read_file, edit_file...) as JSON" },
 	{ "mcp", ts_subcmd_mcp, "serve the agent toolkit to an MCP client over stdio" },
 	{ "image", ts_subcmd_image, "local images: import (oci:DIR, docker-archive:FILE), ls, rm" },
+	{ "snapshot", ts_subcmd_snapshot,
+	  "copy a sandbox's file system (ls, rm); create --image SNAP" },
 	{ "runs", ts_subcmd_runs, "durable agent runs: ls, show, export (JSON Lines)" },
 };
 

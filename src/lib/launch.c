@@ -483,6 +483,24 @@ static int build_network(struct ts_strv *a, const struct ts_prepared *p,
 	return r;
 }
 
+/* A restored sandbox's snapshot layers go on top of its image's lowers: what the source
+ * changed over the same image (its whiteouts included) is seen over it again. */
+static int add_snap_layers(struct ts_image *img, const struct ts_run_opts *o, struct ts_error *err)
+{
+	size_t n = o->n_snap_layers;
+
+	if (img->n_lowers + n > TS_IMAGE_MAX_LOWERS)
+		return ts_err(err, -E2BIG,
+			      "%zu image layers and %zu snapshot layers: more than the %d lower "
+			      "layers a sandbox can have",
+			      img->n_lowers, n, TS_IMAGE_MAX_LOWERS);
+	memmove(img->lowers[n], img->lowers[0], img->n_lowers * sizeof(img->lowers[0]));
+	for (size_t i = 0; i < n; i++)
+		snprintf(img->lowers[i], sizeof(img->lowers[i]), "%s", o->snap_layers[i]);
+	img->n_lowers += n;
+	return 0;
+}
+
 static int build_argv(struct ts_prepared *p, const struct ts_run_opts *o, struct ts_error *err)
 {
 	struct ts_strv *a = &p->argv;
@@ -1157,6 +1175,8 @@ dirs_done:
 		r = ts_image_dir(p->paths.root, o->image, &p->image, err);
 	else
 		r = ts_image_host(p->paths.root, &p->image, err);
+	if (r == 0 && o->n_snap_layers)
+		r = add_snap_layers(&p->image, o, err);
 	if (r == 0 && p->sudo)
 		r = ts_image_add_sudo(p->paths.root, p->paths.sudo, &p->image, p->sudo_usr,
 				      sizeof(p->sudo_usr), err);

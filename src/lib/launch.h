@@ -59,11 +59,15 @@ struct ts_run_opts {
 	const char *image_pin;		/* durable, an image of the store: the layers its spec
 					 * recorded (ts_oci_pin), used instead of the name's */
 	const struct ts_policy *policy; /* merged policy: limits, env, binds, protected */
-	bool as_root;			/* --user root */
-	bool with_root;			/* a root inside though processes run as user */
-	bool tty;			/* -t: a pty when stdin is a terminal */
-	bool keep;			/* keep the fresh workspace and upper dir */
-	bool dry_run;			/* tell hooks->dry_run the helper command line, no more */
+	/* durable, restored from a snapshot: its layers' directories (snapshot.h), top
+	 * first, read-only lower layers over the image's */
+	char (*snap_layers)[4096];
+	size_t n_snap_layers;
+	bool as_root;			  /* --user root */
+	bool with_root;			  /* a root inside though processes run as user */
+	bool tty;			  /* -t: a pty when stdin is a terminal */
+	bool keep;			  /* keep the fresh workspace and upper dir */
+	bool dry_run;			  /* tell hooks->dry_run the helper command line, no more */
 	const struct ts_run_hooks *hooks; /* NULL: nothing is told */
 	/* durable sandboxes (sandbox.c): build around $ROOT/<durable_id>, keep everything,
 	 * start init as a server (no command) and let it run on with no host process */

@@ -19,6 +19,7 @@
 #include "oci-layer.h"
 #include "oci-registry.h"
 #include "paths.h"
+#include "snapshot.h"
 #include "store.h"
 #include "syscall.h"
 #include "util.h"
@@ -2055,6 +2056,7 @@ static int keep_pinned(const char *root, json_t *layers, json_t *blobs, struct t
 {
 	_cleanup_(ts_store_closep) struct ts_store *st = NULL;
 	struct ts_sandbox_rec *recs = NULL;
+	struct ts_snapshot *snaps = NULL;
 	size_t n = 0;
 	int r = ts_store_open(&st, root, err);
 
@@ -2067,6 +2069,16 @@ static int keep_pinned(const char *root, json_t *layers, json_t *blobs, struct t
 		json_decref(spec);
 	}
 	ts_sandbox_recs_free(recs, n);
+	/* a snapshot restores over the image its source had: its pin is kept as theirs */
+	if ((r = ts_snapshot_list(st, &snaps, &n, err)) < 0)
+		return ts_err_prefix(err, r, "the snapshots' images (nothing pruned)");
+	for (size_t i = 0; i < n; i++) {
+		json_t *spec = json_loads(snaps[i].spec, 0, NULL);
+
+		keep_entry(json_object_get(spec, "image_pin"), layers, blobs);
+		json_decref(spec);
+	}
+	ts_snapshots_free(snaps, n);
 	return 0;
 }
 

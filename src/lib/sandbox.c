@@ -24,6 +24,7 @@
 #include "launch.h"
 #include "oci-store.h"
 #include "paths.h"
+#include "snapshot.h"
 #include "syscall.h"
 #include "util.h"
 
@@ -35,7 +36,8 @@
 
 /* What create was asked, resolved (env values taken from the host now), as JSON: start
  * rebuilds the same sandbox from it. */
-static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_ws, const char *pin)
+static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_ws, const char *pin,
+		       json_t *layers)
 {
 	json_t *spec = json_object(), *env = json_array();
 	char *out;
@@ -86,6 +88,8 @@ static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_
 	json_object_set_new(spec, "cpus", json_real(o->cpus));
 	json_object_set_new(spec, "workspace", json_string(ws));
 	json_object_set_new(spec, "own_workspace", json_boolean(own_ws));
+	if (layers)
+		json_object_set(spec, "snapshots", layers);
 	out = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(spec);
 	return out;
@@ -161,7 +165,8 @@ static bool spec_with_root(json_t *spec)
 /* The run options and policy a record's spec describes. */
 static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *o,
 			  struct ts_policy *pol, struct ts_paths *paths, char *image,
-			  size_t image_len, char **pin, struct ts_error *err)
+			  size_t image_len, char **pin, char (*snap_layers)[4096],
+			  struct ts_error *err)
 {
 	json_error_t jerr;
 	json_t *spec = json_loads(rec->spec ? rec->spec : "{}", 0, &jerr), *v;
@@ -240,6 +245,10 @@ static int opts_from_spec(const struct ts_sandbox_rec *rec, struct ts_run_opts *
 		goto out;
 	if (json_is_false(json_object_get(spec, "own_workspace")))
 		o->workspace = rec->workspace;
+	if (snap_layers && (r = ts_snapshot_layer_dirs(paths, rec->spec, "snapshots", snap_layers,
+						       &o->n_snap_layers, err)) < 0)
+		goto out;
+	o->snap_layers = o->n_snap_layers ? snap_layers : NULL;
 	o->policy = pol;
 	o->durable_id = rec->id;
 	o->paths = paths;
@@ -332,7 +341,7 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec,
 	struct ts_run_opts o;
 	struct ts_policy pol;
 	struct ts_paths paths;
-	char image[4096];
+	char image[4096], snap_layers[TS_SNAP_MAX_CHAIN][4096];
 	_cleanup_free_ char *pin = NULL;
 	pid_t init = 0;
 	int r;
@@ -354,7 +363,7 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec,
 	/* left by an init that died (kill -9, OOM, reboot): the name is about to be reused */
 	remove_cgroups(rec);
 	ts_policy_init(&pol);
-	r = opts_from_spec(rec, &o, &pol, &paths, image, sizeof(image), &pin, err);
+	r = opts_from_spec(rec, &o, &pol, &paths, image, sizeof(image), &pin, snap_layers, err);
 	o.hooks = hooks;
 	if (r >= 0)
 		r = ts_launch_durable(&o, &init, err);
@@ -368,15 +377,70 @@ int ts_sandbox_start(struct ts_store *st, struct ts_sandbox_rec *rec,
 	return ts_store_update(st, rec, err);
 }
 
+/*
+ * A create from a snapshot: its image and pin become the sandbox's, its layers the spec's
+ * `snapshots`. Its directory is held with a shared flock (snap_lock) until the record is
+ * in, so that a `snapshot rm` meanwhile does not remove it.
+ */
+static int use_snapshot(struct ts_store *st, const struct ts_paths *paths, const char *ref,
+			struct ts_snapshot *snap, char *image, size_t image_len, char **pin,
+			json_t **layers, int *snap_lock, struct ts_error *err)
+{
+	char dir[4200];
+	json_t *spec, *v;
+	int r = ts_snapshot_get(st, ref, snap, err);
+
+	if (r < 0)
+		return r;
+	snprintf(dir, sizeof(dir), "%s/snapshots/%s", paths->root, snap->id);
+	*snap_lock = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*snap_lock < 0 || flock(*snap_lock, LOCK_SH) < 0)
+		return ts_err_errno(err, -errno, "snapshot `%s`: open `%s`", snap->id, dir);
+	spec = json_loads(snap->spec, 0, NULL);
+	if (!spec)
+		return ts_err(err, -EBADMSG, "snapshot `%s`: bad recorded spec", snap->id);
+	v = json_object_get(spec, "image");
+	image[0] = '\0';
+	if (json_is_string(v))
+		snprintf(image, image_len, "%s", json_string_value(v));
+	v = json_object_get(spec, "image_pin");
+	if (json_is_object(v))
+		*pin = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+	*layers = json_incref(json_object_get(spec, "layers"));
+	json_decref(spec);
+	if (!json_is_array(*layers))
+		return ts_err(err, -EBADMSG, "snapshot `%s`: no layers recorded", snap->id);
+	return 0;
+}
+
+/* The snapshot's workspace into the new sandbox's own, before its first start. */
+static int restore_workspace(const struct ts_paths *paths, const struct ts_sandbox_rec *rec,
+			     const struct ts_snapshot *snap, struct ts_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+
+	if (mkdir(rec->dir, 0700) < 0 && errno != EEXIST)
+		return ts_err_errno(err, -errno, "create `%s`", rec->dir);
+	if (mkdir(rec->workspace, 0755) < 0)
+		return ts_err_errno(err, -errno, "create `%s`", rec->workspace);
+	fd = open(rec->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open `%s`", rec->workspace);
+	return ts_snapshot_copy_workspace(paths, snap, fd, err);
+}
+
 static int create_rec(const struct ts_create_opts *o, struct ts_sandbox_rec *rec,
 		      struct ts_error *err)
 {
 	struct ts_paths paths;
 	_cleanup_(ts_store_closep) struct ts_store *st = NULL;
-	char ws[4096];
+	_cleanup_(ts_snapshot_freep) struct ts_snapshot snap = { 0 };
+	struct ts_create_opts oo = *o;
+	char ws[4096], snap_image[4096];
 	bool own_ws = !o->workspace;
 	_cleanup_free_ char *pin = NULL;
-	_cleanup_close_ int pin_lock = -EBADF;
+	_cleanup_close_ int pin_lock = -EBADF, snap_lock = -EBADF;
+	json_t *layers = NULL;
 	int r;
 
 	memset(rec, 0, sizeof(*rec));
@@ -398,11 +462,23 @@ static int create_rec(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 			return ts_err(err, -ENAMETOOLONG, "workspace path too long");
 	}
 	snprintf(rec->workspace, sizeof(rec->workspace), "%s", ws);
-	/* the store's lock stays shared until the record is in (ts_oci_pin) */
-	if (o->image && o->image[0] != '/' &&
-	    (r = ts_oci_pin(paths.root, o->image, &pin, &pin_lock, err)) < 0)
+	r = ts_store_open(&st, paths.root, err);
+	if (r < 0)
 		return r;
-	rec->spec = spec_json(o, ws, own_ws, pin);
+	if (o->snapshot) {
+		r = use_snapshot(st, &paths, o->snapshot, &snap, snap_image, sizeof(snap_image),
+				 &pin, &layers, &snap_lock, err);
+		oo.image = snap_image[0] ? snap_image : NULL;
+	} else if (o->image && o->image[0] != '/') {
+		/* the store's lock stays shared until the record is in (ts_oci_pin) */
+		r = ts_oci_pin(paths.root, o->image, &pin, &pin_lock, err);
+	}
+	if (r < 0) {
+		json_decref(layers);
+		return r;
+	}
+	rec->spec = spec_json(&oo, ws, own_ws, pin, layers);
+	json_decref(layers);
 	rec->labels = labels_json(o->labels, err);
 	if (!rec->spec || !rec->labels)
 		return rec->labels ? ts_err(err, -ENOMEM, "build spec") : -EINVAL;
@@ -414,15 +490,17 @@ static int create_rec(const struct ts_create_opts *o, struct ts_sandbox_rec *rec
 	if (o->owner_pid && !rec->owner_start)
 		return ts_err(err, -ESRCH, "owner process %d does not exist", (int)o->owner_pid);
 	snprintf(rec->state, sizeof(rec->state), "stopped");
-	r = ts_store_open(&st, paths.root, err);
-	if (r < 0)
-		return r;
 	r = ts_store_insert(st, rec, err);
 	if (r < 0)
 		return r;
 	if (pin_lock >= 0)
 		close(TAKE_FD(pin_lock));
-	r = ts_sandbox_start(st, rec, o->hooks, err);
+	if (snap_lock >= 0)
+		close(TAKE_FD(snap_lock));
+	/* a --workspace of the user's is theirs: the snapshot's is not copied over it */
+	r = o->snapshot && own_ws ? restore_workspace(&paths, rec, &snap, err) : 0;
+	if (r >= 0)
+		r = ts_sandbox_start(st, rec, o->hooks, err);
 	if (r < 0) {
 		/* as if never attempted: the record and what start made go again */
 		struct ts_error ignore;

@@ -22,6 +22,8 @@ struct ts_create_opts {
 	const char *name;	 /* NULL: unnamed */
 	const char *workspace;	 /* NULL: $ROOT/<id>/workspace */
 	const char *image;	 /* NULL: the host image */
+	const char *snapshot;	 /* a snapshot's id or name (snapshot.h): its image, its layers
+				  * over it and a copy of its workspace; image is then ignored */
 	const char *policy_file; /* NULL: the default policy only */
 	char **env;		 /* NAME or NAME=VALUE, NULL-terminated, may be NULL */
 	char **labels;		 /* k=v, NULL-terminated, may be NULL */

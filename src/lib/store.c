@@ -50,6 +50,15 @@ static const char *const migrations[] = {
 	" id, name, dir, workspace, spec, labels, created_ms, started_ms, last_activity_ms,"
 	" ttl_ms, ttl_absolute, state, init_pid, init_start, owner_pid, owner_start,"
 	" reason TEXT, quarantined_ms INTEGER);",
+	/* snapshot.c: copies of a sandbox's file system, restorable as templates */
+	"CREATE TABLE snapshots ("
+	" id TEXT PRIMARY KEY NOT NULL,"
+	" names TEXT NOT NULL,"
+	" source TEXT NOT NULL,"
+	" spec TEXT NOT NULL,"
+	" created_ms INTEGER NOT NULL,"
+	" size INTEGER NOT NULL);"
+	"CREATE INDEX snapshots_created ON snapshots(created_ms);",
 };
 
 #define COLUMNS                                                                                    \
@@ -171,6 +180,11 @@ void ts_store_close(struct ts_store *s)
 		return;
 	ts_sqldb_close(&s->sql);
 	free(s);
+}
+
+struct ts_sqldb *ts_store_sql(struct ts_store *s)
+{
+	return &s->sql;
 }
 
 const char *ts_store_warning(const struct ts_store *s)

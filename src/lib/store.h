@@ -61,6 +61,9 @@ static inline void ts_store_closep(struct ts_store **s)
 	ts_store_close(*s);
 }
 
+/* The database under the store, for the other tables of state.db (snapshot.c). */
+struct ts_sqldb *ts_store_sql(struct ts_store *s);
+
 /* Insert a new record: -EEXIST (err names it) when the id or the name is taken. */
 int ts_store_insert(struct ts_store *s, const struct ts_sandbox_rec *rec, struct ts_error *err);
 

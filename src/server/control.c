@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * E2B's control plane (spec §2, delta §2-3) on the backend interface: create, connect
- * (resume), kill, info, list, timeout, pause, metrics, network; what cannot exist locally
- * (snapshots, fork, volumes, secrets, template builds) is a 404 JSON. Every error body is
+ * (resume), kill, info, list, timeout, pause, metrics, network (snapshots and fork:
+ * snapshots.c); what cannot exist locally (volumes, secrets, template builds) is a 404
+ * JSON. Every error body is
  * {"code": status, "message": ...}: the SDK branches on that code. A request is checked
  * whole before anything changes: a malformed or mistyped body is a 400 and changes
  * nothing.
@@ -26,6 +27,7 @@
 #include "oci-store.h"
 #include "pool.h"
 #include "pulls.h"
+#include "snapshots.h"
 #include "meta.h"
 #include "metrics.h"
 #include "tokens.h"
@@ -599,6 +601,53 @@ static bool allow_out_names(struct ts_req *req, json_t *net, const char **names,
 	return true;
 }
 
+int ts_control_record(struct ts_srv *srv, struct ts_sb *sb, const char *template_id,
+		      const char *text, bool auto_pause, json_t **ret, struct ts_error *err)
+{
+	struct ts_meta_sb m = { 0 };
+	struct ts_sb_info info;
+	struct ts_srv_sb *e = NULL;
+	int r;
+
+	snprintf(m.id, sizeof(m.id), "%s", ts_sb_id(sb));
+	snprintf(m.template_id, sizeof(m.template_id), "%s", template_id ?: "base");
+	snprintf(m.client_id, sizeof(m.client_id), "local");
+	hex_token(m.envd_token, sizeof(m.envd_token));
+	hex_token(m.traffic_token, sizeof(m.traffic_token));
+	m.create_body = (char *)text;
+	m.auto_pause = auto_pause;
+	m.created_ms = ts_realtime_ms();
+	r = ts_meta_put(srv->meta, &m, err);
+	if (r < 0) {
+		struct ts_error ignore;
+
+		/* without its record it would run without a token: gone again */
+		ts_sb_remove(sb, TS_SB_REMOVE_FORCE | TS_SB_REMOVE_PURGE, NULL, NULL, &ignore);
+		ts_sb_close(sb);
+		return -EPROTO;
+	}
+	ts_sb_close(sb);
+	r = ts_srv_sandbox(srv, m.id, &e, err);
+	if (r == 0)
+		r = ts_sb_info(e->sb, &info, err);
+	if (r < 0)
+		return r;
+	*ret = sandbox_json(e, &info);
+	ts_sb_info_clear(&info);
+	return 0;
+}
+
+int ts_control_create(struct ts_srv *srv, const struct ts_sb_create_opts *o, const char *text,
+		      bool auto_pause, json_t **ret, struct ts_error *err)
+{
+	struct ts_sb *sb = NULL;
+	/* a started sandbox of the warm pool when one fits (pool.h), else a new one */
+	int r = ts_pool_claim(srv->pool, srv->be, o, &sb) == 0 ? 0
+							       : ts_sb_create(srv->be, o, &sb, err);
+
+	return r < 0 ? r : ts_control_record(srv, sb, o->template_id, text, auto_pause, ret, err);
+}
+
 static void handle_create(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
@@ -608,12 +657,9 @@ static void handle_create(void *ctx, struct ts_req *req)
 	/* E2B's `base` (the only template here) has a root and a password-less sudo for
 	 * `user` (SECURITY.md, "Sudo"); its timeout counts from creation */
 	struct ts_sb_create_opts o = { .timeout_absolute = true, .with_root = true, .sudo = true };
-	struct ts_meta_sb m = { 0 };
-	struct ts_sb_info info;
-	struct ts_srv_sb *e = NULL;
-	struct ts_sb *sb = NULL;
 	const char *tpl, *allow_names[64 + 1];
-	json_t *b, *jm;
+	json_t *b, *jm, *out = NULL;
+	bool snapshot = false;
 	long long t;
 	int r;
 
@@ -624,7 +670,10 @@ static void handle_create(void *ctx, struct ts_req *req)
 	 * host's: the backend decides), any other template an image of the local store (`image
 	 * pull`, `image import`, or a registry reference pulled first); never a host path from
 	 * the network */
-	if (tpl && *tpl && strcmp(tpl, "base") != 0) {
+	if (tpl && *tpl && ts_snapshots_has(srv, tpl)) {
+		o.template_id = tpl; /* a snapshot (snapshots.h): restored */
+		snapshot = true;
+	} else if (tpl && *tpl && strcmp(tpl, "base") != 0) {
 		char shown[80];
 
 		snprintf(shown, sizeof(shown), "%s", tpl);
@@ -670,41 +719,20 @@ static void handle_create(void *ctx, struct ts_req *req)
 	text = json_dumps(b, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!text)
 		goto oom;
-	/* a started sandbox of the warm pool when one fits (pool.h), else a new one */
-	r = ts_pool_claim(srv->pool, srv->be, &o, &sb) == 0 ? 0
-							    : ts_sb_create(srv->be, &o, &sb, &err);
-	if (r < 0) {
-		reply_be_error(req, &err);
+	if (snapshot) {
+		/* copies the snapshot's workspace: off the loop */
+		ts_snapshots_restore(srv, req, &o, TAKE_PTR(envs), TAKE_PTR(meta), TAKE_PTR(text),
+				     json_is_true(json_object_get(b, "autoPause")));
 		return;
 	}
-	snprintf(m.id, sizeof(m.id), "%s", ts_sb_id(sb));
-	snprintf(m.template_id, sizeof(m.template_id), "%s", o.template_id ?: "base");
-	snprintf(m.client_id, sizeof(m.client_id), "local");
-	hex_token(m.envd_token, sizeof(m.envd_token));
-	hex_token(m.traffic_token, sizeof(m.traffic_token));
-	m.create_body = text;
-	m.auto_pause = json_is_true(json_object_get(b, "autoPause"));
-	m.created_ms = ts_realtime_ms();
-	r = ts_meta_put(srv->meta, &m, &err);
+	r = ts_control_create(srv, &o, text, json_is_true(json_object_get(b, "autoPause")), &out,
+			      &err);
 	if (r < 0) {
-		struct ts_error ignore;
-
-		/* without its record it would run without a token: gone again */
-		ts_sb_remove(sb, TS_SB_REMOVE_FORCE | TS_SB_REMOVE_PURGE, NULL, NULL, &ignore);
-		ts_sb_close(sb);
-		ts_srv_reply_error(req, 500, "%s", err.msg);
+		ts_srv_reply_error(req, r == -EPROTO ? 500 : ts_srv_http_status(ts_be_code(&err)),
+				   "%s", err.msg[0] ? err.msg : "backend error");
 		return;
 	}
-	ts_sb_close(sb);
-	r = ts_srv_sandbox(srv, m.id, &e, &err);
-	if (r == 0)
-		r = ts_sb_info(e->sb, &info, &err);
-	if (r < 0) {
-		reply_be_error(req, &err);
-		return;
-	}
-	ts_req_reply_json(req, 201, sandbox_json(e, &info));
-	ts_sb_info_clear(&info);
+	ts_req_reply_json(req, 201, out);
 	return;
 oom:
 	ts_srv_reply_error(req, 500, "out of memory");
@@ -1295,7 +1323,17 @@ static void handle_logs(void *ctx, struct ts_req *req)
 	ts_req_reply_json(req, 200, json_pack("{s:[], s:[]}", "logs", "logEntries"));
 }
 
-/* Snapshots, fork, volumes, secrets, template builds: E2B's cloud only (delta §2.12). */
+int ts_control_auth(struct ts_srv *srv, struct ts_req *req)
+{
+	return control_auth(srv, req);
+}
+
+struct ts_srv_sb *ts_control_find(struct ts_srv *srv, struct ts_req *req, const char *id)
+{
+	return find(srv, req, id);
+}
+
+/* Volumes, secrets, template builds: E2B's cloud only (delta §2.12). */
 static void handle_unavailable(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
@@ -1304,8 +1342,7 @@ static void handle_unavailable(void *ctx, struct ts_req *req)
 		return;
 	ts_srv_reply_error(req, 404,
 			   "`%s %.200s` is not available on this server (local "
-			   "sandboxes have no snapshots, forks, volumes, secrets or "
-			   "template builds)",
+			   "sandboxes have no volumes, secrets or template builds)",
 			   ts_req_method(req), ts_req_path(req));
 }
 
@@ -1327,6 +1364,10 @@ const struct ts_route ts_control_routes[] = {
 	{ "GET", "/sandboxes/*/metrics", handle_metrics, NULL, 0 },
 	{ "GET", "/sandboxes/*/logs", handle_logs, NULL, 0 },
 	{ "GET", "/v2/sandboxes/*/logs", handle_logs, NULL, 0 },
+	{ "POST", "/sandboxes/*/snapshots", ts_snapshots_create, NULL, 0 },
+	{ "POST", "/sandboxes/*/fork", ts_snapshots_fork, NULL, 0 },
+	{ "GET", "/snapshots", ts_snapshots_list, NULL, 0 },
+	{ "DELETE", "/templates/*", ts_snapshots_delete, NULL, 0 },
 	{ NULL, "/sandboxes/*/snapshots", handle_unavailable, NULL, 0 },
 	{ NULL, "/sandboxes/*/fork", handle_unavailable, NULL, 0 },
 	{ NULL, "/snapshots/**", handle_unavailable, NULL, 0 },

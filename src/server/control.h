@@ -34,6 +34,18 @@ int ts_control_kill(struct ts_srv *srv, struct ts_srv_sb *e, struct ts_error *er
 /* E2B's pause of an entry (state and meta). -EALREADY when paused or stopped. */
 int ts_control_pause(struct ts_srv *srv, struct ts_srv_sb *e, struct ts_error *err);
 
+/* For snapshots.c: the auth check (0, or -1 with the 401/403 sent), the entry of id (NULL
+ * with the 404 or other error sent), a create recorded as POST /sandboxes does one, *ret
+ * the Sandbox JSON (-EPROTO: its record could not be written). */
+int ts_control_auth(struct ts_srv *srv, struct ts_req *req);
+struct ts_srv_sb *ts_control_find(struct ts_srv *srv, struct ts_req *req, const char *id);
+int ts_control_create(struct ts_srv *srv, const struct ts_sb_create_opts *o, const char *text,
+		      bool auto_pause, json_t **ret, struct ts_error *err);
+/* The record half of ts_control_create, for a sandbox made elsewhere (a thread's backend
+ * handle, snapshots.c): sb is closed (and removed when it cannot be recorded). */
+int ts_control_record(struct ts_srv *srv, struct ts_sb *sb, const char *template_id,
+		      const char *text, bool auto_pause, json_t **ret, struct ts_error *err);
+
 /* Is the entry past its deadline, to be killed? Not an autoPause one (it is paused), nor
  * one serve paused (a paused sandbox has no deadline). */
 bool ts_control_expired(const struct ts_srv_sb *e, long long now_ms);

@@ -41,6 +41,7 @@ enum conf_cap {
 	CONF_CAP_MODES = 1U << 7,      /* files and directories are made with a given mode */
 	CONF_CAP_PROC_USER = 1U << 8,  /* process listings say which user a process runs as */
 	CONF_CAP_PAUSE = 1U << 9,      /* ts_sb_pause/ts_sb_resume keep processes; "paused" */
+	CONF_CAP_SNAPSHOT = 1U << 10,  /* ts_sb_snapshot of this runner's sandboxes */
 };
 
 enum conf_op {
@@ -60,6 +61,8 @@ enum conf_op {
 	C_SB_RESUME,	 /* ts_sb_resume(sb) */
 	C_SB_EXPIRE,	 /* the runner acts on expired timeouts (local: `toren-sandbox reap`) */
 	C_SB_CLOSE,	 /* ts_sb_close(sb): the handle only */
+	C_SNAPSHOT,	 /* snapshot slot h <- ts_sb_snapshot(sb, name text) (${SNAP:h}) */
+	C_SNAP_DELETE,	 /* ts_backend_snapshot_delete(id, expanded) */
 	/* commands */
 	C_RUN,		  /* ts_be_run: the whole command, output captured */
 	C_START,	  /* h <- ts_cmd_start, pid slot <- its pid (detach: no stream) */

@@ -330,6 +330,36 @@ static int do_code(struct conf *c, const struct conf_step *st)
 	return 0;
 }
 
+static int do_snapshot(struct conf *c, const struct conf_step *st)
+{
+	char name[128];
+	struct ts_snap_create_opts o = { .name = conf_expand(c, st->text, name, sizeof(name)) };
+	struct ts_snap_info info;
+	struct ts_error err = { 0 };
+	int r;
+
+	if ((r = conf_need_sb(c, st->sb)) < 0)
+		return r;
+	r = ts_sb_snapshot(c->sb[st->sb], &o, &info, &err);
+	if ((r = conf_check_code(c, r, &err, &st->expect)) != 0)
+		return r < 0 ? r : 0;
+	if (!info.id[0])
+		return conf_fail(c, "the snapshot has no id");
+	if (o.name && (info.n_names != 1 || strcmp(info.names[0], o.name) != 0))
+		return conf_fail(c, "snapshot %s: names do not hold `%s`", info.id, o.name);
+	snprintf(c->snap_id[st->h], sizeof(c->snap_id[0]), "%s", info.id);
+	return 0;
+}
+
+static int do_snap_delete(struct conf *c, const struct conf_step *st)
+{
+	char buf[256];
+	struct ts_error err = { 0 };
+	int r = ts_backend_snapshot_delete(c->r->b, conf_expand(c, st->id, buf, sizeof(buf)), &err);
+
+	return conf_check_code(c, r, &err, &st->expect) < 0 ? -1 : 0;
+}
+
 int conf_sb_step(struct conf *c, const struct conf_step *st)
 {
 	switch (st->op) {
@@ -348,6 +378,10 @@ int conf_sb_step(struct conf *c, const struct conf_step *st)
 		ts_sb_close(c->sb[st->sb]);
 		c->sb[st->sb] = NULL;
 		return 0;
+	case C_SNAPSHOT:
+		return do_snapshot(c, st);
+	case C_SNAP_DELETE:
+		return do_snap_delete(c, st);
 	case C_OPEN:
 		return do_open(c, st);
 	case C_UNAUTHENTICATED:

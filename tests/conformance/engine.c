@@ -68,6 +68,8 @@ static const char *const op_names[] = {
 	[C_OPEN] = "open",
 	[C_UNAUTHENTICATED] = "unauthenticated",
 	[C_CODE] = "code",
+	[C_SNAPSHOT] = "snapshot",
+	[C_SNAP_DELETE] = "snap_delete",
 	[C_SLEEP] = "sleep",
 };
 
@@ -79,9 +81,9 @@ static const char *op_name(enum conf_op op)
 
 const char *conf_cap_name(unsigned cap)
 {
-	static const char *const names[] = { "backlog",	    "stop",	  "proc-id",
-					     "proc-log",    "no-timeout", "root",
-					     "credentials", "modes",	  "proc-user" };
+	static const char *const names[] = { "backlog",	   "stop",  "proc-id",	   "proc-log",
+					     "no-timeout", "root",  "credentials", "modes",
+					     "proc-user",  "pause", "snapshot" };
 
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (cap & (1U << i))
@@ -138,6 +140,9 @@ const char *conf_expand(struct conf *c, const char *s, char *out, size_t len)
 		} else if (sscanf(s, "${PID:%d}", &slot) == 1 && slot >= 0 && slot < CONF_SLOTS) {
 			snprintf(num, sizeof(num), "%d", (int)c->pid[slot]);
 			v = num;
+			s = strchr(s, '}') + 1;
+		} else if (sscanf(s, "${SNAP:%d}", &slot) == 1 && slot >= 0 && slot < CONF_SLOTS) {
+			v = c->snap_id[slot];
 			s = strchr(s, '}') + 1;
 		} else if (sscanf(s, "${TOOLID:%d}", &slot) == 1 && slot >= 0 &&
 			   slot < CONF_SLOTS) {
@@ -313,6 +318,8 @@ static int step(struct conf *c, const struct conf_step *st)
 	case C_SB_RESUME:
 	case C_SB_EXPIRE:
 	case C_SB_CLOSE:
+	case C_SNAPSHOT:
+	case C_SNAP_DELETE:
 	case C_OPEN:
 	case C_UNAUTHENTICATED:
 	case C_CODE:

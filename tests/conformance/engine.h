@@ -50,6 +50,7 @@ struct conf {
 	 * runner between calls (the file tools remember what they read) */
 	struct conf_agent *agent[CONF_SLOTS];
 	char tool_id[CONF_SLOTS][128]; /* C_TOOL with `tag`: the result's data.id (${TOOLID:n}) */
+	char snap_id[CONF_SLOTS][64];  /* C_SNAPSHOT: the snapshot's id (${SNAP:n}) */
 	char why[2048];
 };
 

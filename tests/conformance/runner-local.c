@@ -71,7 +71,8 @@ int main(int argc, char **argv)
 	}
 	r.b = b;
 	r.caps = CONF_CAP_BACKLOG | CONF_CAP_STOP | CONF_CAP_PROC_ID | CONF_CAP_PROC_LOG |
-		 CONF_CAP_NO_TIMEOUT | CONF_CAP_MODES | CONF_CAP_PROC_USER | CONF_CAP_PAUSE;
+		 CONF_CAP_NO_TIMEOUT | CONF_CAP_MODES | CONF_CAP_PROC_USER | CONF_CAP_PAUSE |
+		 CONF_CAP_SNAPSHOT;
 	/* a sandbox made with the defaults has a root inside only when root made it: an
 	 * ordinary user's has one id, the user's own (idmap-plan.h) */
 	if (mode && !strcmp(mode, "root"))

@@ -123,7 +123,10 @@ static void test_crud(void)
 	ok(r == 0, "open a new store %s", err.msg);
 	if (r < 0)
 		return;
-	ok(sql_int(root, "PRAGMA user_version") == 1, "schema version is recorded");
+	ok(sql_int(root, "PRAGMA user_version") == 2,
+	   "schema version is recorded (2: the snapshots table)");
+	ok(sql_int(root, "SELECT count(*) FROM snapshots") == 0,
+	   "the snapshots table exists and is empty");
 	ok(sql_int(root, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'") ==
 		   1,
 	   "the database is in WAL mode");
@@ -522,7 +525,7 @@ int main(void)
 		printf("1..0 # SKIP mkdtemp: %s\n", strerror(errno));
 		return 0;
 	}
-	plan(80);
+	plan(81);
 	test_names();
 	test_crud();
 	test_concurrency();

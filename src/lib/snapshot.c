@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "snapshot.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "ctl.h"
+#include "ctlclient.h"
+#include "idmap-plan.h"
+#include "oci-store.h"
+#include "sandbox.h"
+#include "sqldb.h"
+#include "treecopy.h"
+#include "util.h"
+
+#define PAUSE_ANSWER_MS 10000
+#define SNAP_COLUMNS "id, names, source, spec, created_ms, size"
+
+void ts_snapshot_free(struct ts_snapshot *s)
+{
+	if (!s)
+		return;
+	free(s->spec);
+	s->spec = NULL;
+}
+
+void ts_snapshots_free(struct ts_snapshot *v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		ts_snapshot_free(&v[i]);
+	free(v);
+}
+
+bool ts_snapshot_id_valid(const char *ref)
+{
+	if (!ref || strlen(ref) != TS_SNAP_ID_LEN || strncmp(ref, "snap-", 5) != 0)
+		return false;
+	for (const char *p = ref + 5; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return false;
+	return true;
+}
+
+static int snapdir(const struct ts_paths *paths, const char *id, char *buf, size_t len)
+{
+	return (size_t)snprintf(buf, len, "%s/snapshots/%s", paths->root, id) >= len ? -ENAMETOOLONG
+										     : 0;
+}
+
+/* The current row of a `SELECT SNAP_COLUMNS` into s; -EBADMSG for a row that is not one. */
+static int row_to_snap(sqlite3_stmt *q, struct ts_snapshot *s, struct ts_error *err)
+{
+	const char *id = (const char *)sqlite3_column_text(q, 0);
+	const char *names = (const char *)sqlite3_column_text(q, 1);
+	const char *src = (const char *)sqlite3_column_text(q, 2);
+	const char *spec = (const char *)sqlite3_column_text(q, 3);
+	json_t *j, *v;
+	size_t i;
+
+	memset(s, 0, sizeof(*s));
+	if (!id || !ts_snapshot_id_valid(id) || !names || !src ||
+	    strlen(src) >= sizeof(s->source) || !spec)
+		return ts_err(err, -EBADMSG, "a snapshot record in state.db is malformed");
+	snprintf(s->id, sizeof(s->id), "%s", id);
+	snprintf(s->source, sizeof(s->source), "%s", src);
+	j = json_loads(names, 0, NULL);
+	json_array_foreach(j, i, v) {
+		if (json_is_string(v) && s->n_names < TS_SNAP_MAX_NAMES &&
+		    ts_store_name_valid(json_string_value(v)))
+			snprintf(s->names[s->n_names++], TS_NAME_MAX, "%s", json_string_value(v));
+	}
+	json_decref(j);
+	s->spec = strdup(spec);
+	if (!s->spec)
+		return ts_err(err, -ENOMEM, "out of memory");
+	s->created_ms = sqlite3_column_int64(q, 4);
+	s->size = (unsigned long long)sqlite3_column_int64(q, 5);
+	return 0;
+}
+
+int ts_snapshot_list(struct ts_store *st, struct ts_snapshot **ret, size_t *n, struct ts_error *err)
+{
+	struct ts_sqldb *db = ts_store_sql(st);
+	_cleanup_stmt_ sqlite3_stmt *q = NULL;
+	struct ts_snapshot *v = NULL;
+	size_t len = 0, cap = 0;
+	int rc, r;
+
+	*ret = NULL;
+	*n = 0;
+	r = ts_sqldb_prepare(db, &q,
+			     "SELECT " SNAP_COLUMNS " FROM snapshots ORDER BY created_ms, id", err);
+	if (r < 0)
+		return r;
+	while ((rc = ts_sqldb_step(q)) == SQLITE_ROW) {
+		if (len == cap) {
+			struct ts_snapshot *nv;
+
+			cap = cap ? cap * 2 : 16;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				ts_snapshots_free(v, len);
+				return ts_err(err, -ENOMEM, "out of memory");
+			}
+			v = nv;
+		}
+		if ((r = row_to_snap(q, &v[len], err)) < 0) {
+			ts_snapshots_free(v, len + 1);
+			return r;
+		}
+		len++;
+	}
+	if (rc != SQLITE_DONE) {
+		ts_snapshots_free(v, len);
+		return ts_sqldb_err(db, err, rc, "list snapshots");
+	}
+	*ret = v;
+	*n = len;
+	return 0;
+}
+
+int ts_snapshot_get(struct ts_store *st, const char *ref, struct ts_snapshot *ret,
+		    struct ts_error *err)
+{
+	struct ts_sqldb *db = ts_store_sql(st);
+	_cleanup_stmt_ sqlite3_stmt *q = NULL;
+	char shown[80];
+	int rc, r;
+
+	memset(ret, 0, sizeof(*ret));
+	snprintf(shown, sizeof(shown), "%.64s", ref ? ref : "");
+	ts_sanitize_text(shown);
+	if (!ts_snapshot_id_valid(ref) && !ts_store_name_valid(ref))
+		return ts_err(err, -ENOENT, "no snapshot `%s`", shown);
+	r = ts_sqldb_prepare(db, &q,
+			     "SELECT " SNAP_COLUMNS " FROM snapshots WHERE id = ?1 OR EXISTS "
+			     "(SELECT 1 FROM json_each(snapshots.names) WHERE value = ?1) "
+			     "ORDER BY created_ms DESC LIMIT 1",
+			     err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(q, 1, ref, -1, SQLITE_TRANSIENT);
+	rc = ts_sqldb_step(q);
+	if (rc == SQLITE_DONE)
+		return ts_err(err, -ENOENT, "no snapshot `%s`", shown);
+	if (rc != SQLITE_ROW)
+		return ts_sqldb_err(db, err, rc, "find snapshot");
+	return row_to_snap(q, ret, err);
+}
+
+/* PAUSE or RESUME through the control socket. */
+static int pause_resume(const struct ts_sandbox_rec *rec, bool pause, struct ts_error *err)
+{
+	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
+	int r = ts_ctl_client_connect(rec->dir, rec->id, PAUSE_ANSWER_MS, &c, err);
+
+	if (r < 0)
+		return r;
+	ts_ctl_msg_init(&m, pause ? TS_CTL_PAUSE : TS_CTL_RESUME, 0);
+	return ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+}
+
+/* The new snapshot's spec: the source's image fields, its chain under the new id. */
+static char *snap_spec(const char *id, json_t *src, bool workspace, struct ts_error *err)
+{
+	json_t *spec = json_object(), *layers = json_array(), *v;
+	size_t i;
+	char *out = NULL;
+
+	json_array_append_new(layers, json_string(id));
+	json_array_foreach(json_object_get(src, "snapshots"), i, v)
+		if (json_is_string(v))
+			json_array_append(layers, v);
+	if (json_array_size(layers) > TS_SNAP_MAX_CHAIN) {
+		ts_err(err, -EINVAL,
+		       "the sandbox was restored from a chain of %zu snapshots: a snapshot of it "
+		       "would have more than %d layers",
+		       json_array_size(layers) - 1, TS_SNAP_MAX_CHAIN);
+		goto out;
+	}
+	v = json_object_get(src, "image");
+	json_object_set(spec, "image", json_is_string(v) ? v : json_null());
+	if (json_is_object(json_object_get(src, "image_pin")))
+		json_object_set(spec, "image_pin", json_object_get(src, "image_pin"));
+	json_object_set(spec, "layers", layers);
+	json_object_set_new(spec, "workspace", json_boolean(workspace));
+	out = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!out)
+		ts_err(err, -ENOMEM, "out of memory");
+out:
+	json_decref(layers);
+	json_decref(spec);
+	return out;
+}
+
+/* Copy rec->dir/name into tmpfd/name (an empty directory when the source has none). */
+static int copy_part(const struct ts_sandbox_rec *rec, int tmpfd, const char *name,
+		     struct ts_treecopy *c, struct ts_error *err)
+{
+	_cleanup_close_ int sfd = -EBADF, srcdir = -EBADF, dfd = -EBADF;
+	int r;
+
+	if (mkdirat(tmpfd, name, 0700) < 0)
+		return ts_err_errno(err, -errno, "create snapshot `%s`", name);
+	dfd = openat(tmpfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return ts_err_errno(err, -errno, "open snapshot `%s`", name);
+	srcdir = open(rec->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (srcdir < 0)
+		return ts_err_errno(err, -errno, "open `%s`", rec->dir);
+	sfd = openat(srcdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return errno == ENOENT ? 0
+				       : ts_err_errno(err, -errno, "open `%s/%s`", rec->dir, name);
+	r = ts_treecopy(sfd, dfd, c, err);
+	return r < 0 ? ts_err_prefix(err, r, "copy %s of `%s`", name, rec->id) : 0;
+}
+
+/* Move name from every other snapshot's names (a name is one snapshot's at a time). */
+static int take_name(struct ts_sqldb *db, const char *name, struct ts_error *err)
+{
+	_cleanup_stmt_ sqlite3_stmt *q = NULL;
+	int rc, r;
+
+	r = ts_sqldb_prepare(db, &q,
+			     "UPDATE snapshots SET names = (SELECT json_group_array(value) FROM "
+			     "json_each(snapshots.names) WHERE value <> ?1) WHERE EXISTS (SELECT 1 "
+			     "FROM json_each(snapshots.names) WHERE value = ?1)",
+			     err);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
+	rc = ts_sqldb_step(q);
+	return rc == SQLITE_DONE ? 0 : ts_sqldb_err(db, err, rc, "move snapshot name");
+}
+
+static int insert_snap(struct ts_store *st, const struct ts_snapshot *s, struct ts_error *err)
+{
+	struct ts_sqldb *db = ts_store_sql(st);
+	_cleanup_stmt_ sqlite3_stmt *q = NULL;
+	json_t *names = json_array();
+	_cleanup_free_ char *ntext = NULL;
+	int rc, r;
+
+	for (size_t i = 0; i < s->n_names; i++)
+		json_array_append_new(names, json_string(s->names[i]));
+	ntext = json_dumps(names, JSON_COMPACT);
+	json_decref(names);
+	if (!ntext)
+		return ts_err(err, -ENOMEM, "out of memory");
+	if ((r = ts_sqldb_begin_write(db, err)) < 0)
+		return r;
+	for (size_t i = 0; i < s->n_names; i++)
+		if ((r = take_name(db, s->names[i], err)) < 0)
+			goto fail;
+	if ((r = ts_sqldb_prepare(db, &q,
+				  "INSERT INTO snapshots (" SNAP_COLUMNS
+				  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+				  err)) < 0)
+		goto fail;
+	sqlite3_bind_text(q, 1, s->id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 2, ntext, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 3, s->source, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 4, s->spec, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(q, 5, s->created_ms);
+	sqlite3_bind_int64(q, 6, (sqlite3_int64)s->size);
+	rc = ts_sqldb_step(q);
+	if (rc != SQLITE_DONE) {
+		r = ts_sqldb_err(db, err, rc, "record snapshot");
+		goto fail;
+	}
+	return ts_sqldb_commit(db, err);
+fail:
+	ts_sqldb_rollback(db);
+	return r;
+}
+
+/* Refuse what the copier cannot copy faithfully as the caller. */
+static int check_copyable(const struct ts_sandbox_rec *rec, json_t *spec, struct ts_error *err)
+{
+	struct ts_idmap_plan plan;
+	bool want_root = json_is_true(json_object_get(spec, "root_ids")) ||
+			 json_is_true(json_object_get(spec, "sudo")) ||
+			 !strcmp(json_string_value(json_object_get(spec, "user")) ?: "", "root");
+	int r = ts_idmap_plan(&plan, want_root, err);
+
+	if (r < 0)
+		return r;
+	if (!strcmp(plan.mode, "subid"))
+		return ts_err(
+			err, -EOPNOTSUPP,
+			"sandbox `%s` has subordinate ids (mapping mode `subid`): its files "
+			"belong to ids this user cannot read or create, and snapshots of such "
+			"a sandbox are not supported yet; create it as root, or without "
+			"`--user root`",
+			rec->id);
+	return 0;
+}
+
+int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
+		       struct ts_sandbox_rec *rec, const struct ts_snapshot_opts *o,
+		       struct ts_snapshot *ret, struct ts_error *err)
+{
+	struct ts_treecopy c = {
+		.max_bytes = o->max_bytes ? o->max_bytes : TS_SNAP_DEFAULT_MAX_BYTES,
+		.max_entries = o->max_entries ? o->max_entries : TS_SNAP_DEFAULT_MAX_ENTRIES,
+	};
+	_cleanup_close_ int rootfd = -EBADF, snapsfd = -EBADF, tmpfd = -EBADF, srclock = -EBADF;
+	char sub[12 + 1], tmpname[64], dir[4200];
+	bool own_ws = ts_sandbox_own_workspace(rec), paused = false;
+	json_t *spec;
+	int r, r2;
+
+	memset(ret, 0, sizeof(*ret));
+	if (o->name && !ts_store_name_valid(o->name))
+		return ts_err(err, -EINVAL,
+			      "bad snapshot name `%.64s`: 1-63 of [A-Za-z0-9_.-], starting with a "
+			      "letter or digit, not only hex digits when 12 or shorter",
+			      o->name);
+	if (o->name && (!strcmp(o->name, "base") || ts_oci_has(paths->root, o->name)))
+		return ts_err(err, -EEXIST,
+			      "snapshot name `%s` is a template already (an image of the store or "
+			      "`base`): a snapshot may not shadow it",
+			      o->name);
+	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
+	if (!spec)
+		return ts_err(err, -EINVAL, "sandbox `%s`: bad recorded spec", rec->id);
+	if ((r = check_copyable(rec, spec, err)) < 0)
+		goto out_spec;
+	if ((r = ts_id_new(sub, err)) < 0)
+		goto out_spec;
+	snprintf(ret->id, sizeof(ret->id), "snap-%s", sub);
+	snprintf(ret->source, sizeof(ret->source), "%s", rec->id);
+	if (o->name)
+		snprintf(ret->names[ret->n_names++], TS_NAME_MAX, "%s", o->name);
+	ret->spec = snap_spec(ret->id, spec, own_ws, err);
+	if (!ret->spec) {
+		/* ts_error holds the positive errno */
+		r = err && err->code > 0 ? -err->code : -EINVAL;
+		goto out_spec;
+	}
+	rootfd = open(paths->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		r = ts_err_errno(err, -errno, "open `%s`", paths->root);
+		goto out_spec;
+	}
+	if (mkdirat(rootfd, "snapshots", 0700) < 0 && errno != EEXIST) {
+		r = ts_err_errno(err, -errno, "create `%s/snapshots`", paths->root);
+		goto out_spec;
+	}
+	snapsfd = openat(rootfd, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (snapsfd < 0) {
+		r = ts_err_errno(err, -errno, "open `%s/snapshots`", paths->root);
+		goto out_spec;
+	}
+	/* built under a temporary name and renamed: a failed snapshot leaves nothing */
+	snprintf(tmpname, sizeof(tmpname), ".tmp-%s", ret->id);
+	if (mkdirat(snapsfd, tmpname, 0700) < 0) {
+		r = ts_err_errno(err, -errno, "create `%s/snapshots/%s`", paths->root, tmpname);
+		goto out_spec;
+	}
+	tmpfd = openat(snapsfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tmpfd < 0) {
+		r = ts_err_errno(err, -errno, "open `%s/snapshots/%s`", paths->root, tmpname);
+		goto fail;
+	}
+	/* one snapshot of a sandbox at a time, and no start of a stopped one meanwhile (start
+	 * takes the same lock, sandbox.c): else a second one would find it paused and never
+	 * resume it, or a start would change the upper layer under the copy */
+	srclock = open(rec->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (srclock < 0 || flock(srclock, LOCK_EX) < 0) {
+		r = ts_err_errno(err, -errno, "lock `%s`", rec->dir);
+		goto fail;
+	}
+	/* a consistent copy: nothing of the sandbox runs while it is made (as E2B pauses) */
+	if (ts_sandbox_running(rec)) {
+		r = pause_resume(rec, true, err);
+		if (r == -EALREADY) {
+			ts_err_clear(err); /* paused by its user: stays so */
+		} else if (r < 0) {
+			ts_err_prefix(err, r, "pause `%s` for the snapshot", rec->id);
+			goto fail;
+		} else {
+			paused = true;
+		}
+	}
+	r = copy_part(rec, tmpfd, "upper", &c, err);
+	if (r >= 0 && own_ws)
+		r = copy_part(rec, tmpfd, "workspace", &c, err);
+	if (paused) {
+		struct ts_error rerr = { 0 };
+
+		r2 = pause_resume(rec, false, &rerr);
+		if (r2 < 0 && r >= 0) {
+			r = ts_err(err, r2, "resume `%s` after the snapshot: %s", rec->id,
+				   rerr.msg);
+		}
+	}
+	if (r < 0)
+		goto fail;
+	ret->size = c.bytes;
+	ret->created_ms = ts_realtime_ms();
+	if (renameat(snapsfd, tmpname, snapsfd, ret->id) < 0) {
+		r = ts_err_errno(err, -errno, "rename snapshot into `%s/snapshots/%s`", paths->root,
+				 ret->id);
+		goto fail;
+	}
+	r = insert_snap(st, ret, err);
+	if (r < 0) {
+		ts_rm_rf_at(snapsfd, ret->id);
+		goto out_spec;
+	}
+	json_decref(spec);
+	return 0;
+fail:
+	snprintf(dir, sizeof(dir), "%s", tmpname);
+	ts_rm_rf_at(snapsfd, dir);
+out_spec:
+	json_decref(spec);
+	ts_snapshot_free(ret);
+	return r;
+}
+
+/* Add the snapshot ids in arr (a JSON array) to the set. */
+static void refer(json_t *set, json_t *arr)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v)
+		if (json_is_string(v))
+			json_object_set_new(set, json_string_value(v), json_true());
+}
+
+/* The ids of every snapshot some record refers to: sandboxes restored from one, chains. */
+static int referenced(struct ts_store *st, json_t *set, struct ts_error *err)
+{
+	struct ts_sandbox_rec *recs = NULL;
+	struct ts_snapshot *snaps = NULL;
+	size_t n = 0, ns = 0;
+	int r = ts_store_list(st, &recs, &n, err);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		json_t *spec = json_loads(recs[i].spec ? recs[i].spec : "{}", 0, NULL);
+
+		refer(set, json_object_get(spec, "snapshots"));
+		json_decref(spec);
+	}
+	ts_sandbox_recs_free(recs, n);
+	if ((r = ts_snapshot_list(st, &snaps, &ns, err)) < 0)
+		return r;
+	for (size_t i = 0; i < ns; i++) {
+		json_t *spec = json_loads(snaps[i].spec, 0, NULL);
+
+		refer(set, json_object_get(spec, "layers"));
+		json_decref(spec);
+	}
+	ts_snapshots_free(snaps, ns);
+	return 0;
+}
+
+/* Remove the snapshot directories nothing refers to (and temporary ones no flock holds). */
+static void sweep(const struct ts_paths *paths, json_t *keep)
+{
+	char dir[4200];
+	_cleanup_close_ int fd = -EBADF;
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(dir, sizeof(dir), "%s/snapshots", paths->root);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fcntl(fd, F_DUPFD_CLOEXEC, 3));
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		_cleanup_close_ int e = -EBADF;
+
+		if (!ts_snapshot_id_valid(de->d_name) || json_object_get(keep, de->d_name))
+			continue;
+		/* a create from it holds it shared until its record is in */
+		e = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (e < 0 || flock(e, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		ts_rm_rf_at(fd, de->d_name);
+	}
+	closedir(d);
+}
+
+int ts_snapshot_delete(struct ts_store *st, const struct ts_paths *paths, const char *ref,
+		       struct ts_error *err)
+{
+	_cleanup_(ts_snapshot_freep) struct ts_snapshot s = { 0 };
+	_cleanup_stmt_ sqlite3_stmt *q = NULL;
+	struct ts_sqldb *db = ts_store_sql(st);
+	json_t *keep;
+	int rc, r = ts_snapshot_get(st, ref, &s, err);
+
+	if (r < 0)
+		return r;
+	if ((r = ts_sqldb_prepare(db, &q, "DELETE FROM snapshots WHERE id = ?1", err)) < 0)
+		return r;
+	sqlite3_bind_text(q, 1, s.id, -1, SQLITE_TRANSIENT);
+	rc = ts_sqldb_step(q);
+	if (rc != SQLITE_DONE)
+		return ts_sqldb_err(db, err, rc, "delete snapshot record");
+	if (sqlite3_changes(db->db) == 0)
+		return ts_err(err, -ENOENT, "no snapshot `%s`", s.id);
+	keep = json_object();
+	if (referenced(st, keep, err) == 0)
+		sweep(paths, keep);
+	/* the record is gone either way; a directory kept is swept by a later delete */
+	ts_err_clear(err);
+	json_decref(keep);
+	return 0;
+}
+
+int ts_snapshot_layer_dirs(const struct ts_paths *paths, const char *spec, const char *key,
+			   char dirs[][4096], size_t *n, struct ts_error *err)
+{
+	json_t *j = json_loads(spec ? spec : "{}", 0, NULL), *v;
+	size_t i;
+	int r = 0;
+
+	*n = 0;
+	json_array_foreach(json_object_get(j, key), i, v) {
+		struct stat sb;
+		const char *id = json_string_value(v);
+
+		if (*n >= TS_SNAP_MAX_CHAIN || !ts_snapshot_id_valid(id)) {
+			r = ts_err(err, -EINVAL, "bad snapshot layer list");
+			break;
+		}
+		if ((size_t)snprintf(dirs[*n], 4096, "%s/snapshots/%s/upper", paths->root, id) >=
+		    4096) {
+			r = ts_err(err, -ENAMETOOLONG, "snapshot path too long");
+			break;
+		}
+		if (lstat(dirs[*n], &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+			r = ts_err_errno(err, -errno ?: -ENOTDIR, "snapshot layer `%s`", dirs[*n]);
+			break;
+		}
+		(*n)++;
+	}
+	json_decref(j);
+	return r;
+}
+
+int ts_snapshot_copy_workspace(const struct ts_paths *paths, const struct ts_snapshot *s,
+			       int dst_fd, struct ts_error *err)
+{
+	struct ts_treecopy c = { 0 };
+	char dir[4200];
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	if ((r = snapdir(paths, s->id, dir, sizeof(dir) - 16)) < 0)
+		return ts_err(err, r, "snapshot path too long");
+	strcat(dir, "/workspace");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : ts_err_errno(err, -errno, "open `%s`", dir);
+	r = ts_treecopy(fd, dst_fd, &c, err);
+	return r < 0 ? ts_err_prefix(err, r, "copy the workspace of snapshot `%s`", s->id) : 0;
+}
