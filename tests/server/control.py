@@ -544,8 +544,17 @@ try:
       "PUT /network: 204, then echoed")
     st, j, _ = request("PUT", f"/sandboxes/{sid}/network", raw=b"[1")
     t(is_error(st, j, 400), "PUT /network with malformed JSON: 400")
-    for method, path in [("POST", f"/sandboxes/{sid}/snapshots"), ("GET", "/snapshots"),
-                         ("POST", f"/sandboxes/{sid}/fork"), ("GET", "/volumes"),
+    # snapshots and fork exist (tests/live/snapshot.sh, e2b-sdk snapshots.test.mjs): here
+    # only their typed errors, which change nothing
+    st, j, _ = request("POST", "/sandboxes/000000000000/snapshots", {})
+    t(is_error(st, j, 404), "POST /sandboxes/UNKNOWN/snapshots: 404 JSON")
+    st, j, _ = request("POST", "/sandboxes/000000000000/fork", {})
+    t(is_error(st, j, 404), "POST /sandboxes/UNKNOWN/fork: 404 JSON")
+    st, j, _ = request("POST", f"/sandboxes/{sid}/fork", {"count": 0})
+    t(is_error(st, j, 400), "POST /fork with count 0: 400 JSON")
+    st, j, _ = request("GET", "/snapshots?sandboxID=000000000000")
+    t(st == 200 and j == [], f"GET /snapshots of a sandbox without any: 200 [] ({st} {j})")
+    for method, path in [("GET", "/volumes"),
                          ("POST", "/volumes"), ("GET", "/volumes/v1"),
                          ("PUT", "/volumecontent/v1/file"), ("GET", "/secrets"),
                          ("DELETE", "/secrets/s1"), ("POST", "/v3/templates"),
