@@ -91,7 +91,7 @@ int ts_snapshot_delete(struct ts_store *st, const struct ts_paths *paths, const 
 int ts_snapshot_layer_dirs(const struct ts_paths *paths, const char *spec, const char *key,
 			   char dirs[][4096], size_t *n, struct ts_error *err);
 
-/* Copy snapshot s's workspace (when it has one) into the directory dst_fd. 0 when it has
- * none. */
+/* Copy snapshot s's workspace (when it has one) into the directory dst_fd, in the id
+ * mapping of the sandbox whose recorded spec is dst_spec (idcopy.h). 0 when it has none. */
 int ts_snapshot_copy_workspace(const struct ts_paths *paths, const struct ts_snapshot *s,
-			       int dst_fd, struct ts_error *err);
+			       const char *dst_spec, int dst_fd, struct ts_error *err);
