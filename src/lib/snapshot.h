@@ -58,9 +58,9 @@ bool ts_snapshot_id_valid(const char *ref);
 
 /*
  * Take a snapshot of the sandbox rec (running: paused with init's PAUSE while the copy
- * runs and resumed after, also on failure; stopped: copied as it is). -EOPNOTSUPP for a
- * sandbox with subordinate ids (its files belong to ids the caller cannot read or make),
- * -ENOSPC / -E2BIG past the limits (nothing stays behind), -EINVAL for a bad name or a
+ * runs and resumed after, also on failure; stopped: copied as it is) in the sandbox's id
+ * mapping (a sandbox with subordinate ids through the helper, idcopy.h). -ENOSPC / -E2BIG
+ * past the limits (nothing stays behind), -EINVAL for a bad name or a
  * chain longer than TS_SNAP_MAX_CHAIN. 0 with *ret filled (free with ts_snapshot_free).
  */
 int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
