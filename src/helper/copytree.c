@@ -199,13 +199,15 @@ int ts_copytree_main(int argc, char **argv)
 	ssize_t n;
 	pid_t child;
 
-	if (parse_args(argc, argv, &ctx, &c, &remove, &err) < 0 || check_dirs(remove, &err) < 0) {
+	if (parse_args(argc, argv, &ctx, &c, &remove, &err) < 0) {
 		fail(&err);
 		return TS_HELPER_EXIT_SETUP;
 	}
-	/* setuid: the caller's ids and CAP_SYS_ADMIN (permitted) only, and maps the caller
-	 * may ask for (own id, or subordinate ids newuidmap checks), as for a sandbox */
-	if (ts_setuid_enter(&ctx, &setuid_mode, &err) < 0 || ts_idmap_check(&ctx, &err) < 0) {
+	/* First thing after parsing (which only reads argv), as for a sandbox: setuid, the
+	 * caller's ids and CAP_SYS_ADMIN (permitted) only, and maps the caller may ask for
+	 * (own id, or subordinate ids newuidmap checks) */
+	if (ts_setuid_enter(&ctx, &setuid_mode, &err) < 0 || check_dirs(remove, &err) < 0 ||
+	    ts_idmap_check(&ctx, &err) < 0) {
 		fail(&err);
 		return TS_HELPER_EXIT_SETUP;
 	}
