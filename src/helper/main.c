@@ -51,6 +51,7 @@
 #include "caps.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "copytree.h"
 #include "helper.h"
 #include "idmap.h"
 #include "idmount.h"
@@ -331,6 +332,9 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	/* another mode of its own: copy a sandbox's tree as root of its id mapping */
+	if (argc >= 2 && !strcmp(argv[1], "--copy-tree"))
+		return ts_copytree_main(argc, argv);
 	r = ts_helper_parse_args(&ctx, argc, argv, &err);
 	if (r < 0) {
 		fail(&ctx, &err);

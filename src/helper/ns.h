@@ -17,5 +17,8 @@
  */
 pid_t ts_ns_clone(int *pidfd, struct ts_error *err);
 
+/* As ts_ns_clone, into a new user namespace only (--copy-tree, copytree.h). */
+pid_t ts_ns_clone_user(int *pidfd, struct ts_error *err);
+
 /* In the child: enter a new cgroup namespace rooted at the current cgroup. */
 int ts_ns_enter_cgroup(struct ts_error *err);

@@ -24,6 +24,7 @@
 #include "launch.h"
 #include "oci-store.h"
 #include "paths.h"
+#include "idcopy.h"
 #include "snapshot.h"
 #include "syscall.h"
 #include "util.h"
@@ -426,7 +427,7 @@ static int restore_workspace(const struct ts_paths *paths, const struct ts_sandb
 	fd = open(rec->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return ts_err_errno(err, -errno, "open `%s`", rec->workspace);
-	return ts_snapshot_copy_workspace(paths, snap, fd, err);
+	return ts_snapshot_copy_workspace(paths, snap, rec->spec, fd, err);
 }
 
 static int create_rec(const struct ts_create_opts *o, struct ts_sandbox_rec *rec,
@@ -651,10 +652,12 @@ static bool exists_at(int dfd, const char *name)
 	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/* Remove dfd/name without following links; say what failed. true when gone. */
-static bool remove_at(int dfd, const char *dir, const char *name, ts_sandbox_warn_fn warn, void *ud)
+/* Remove dfd/name without following links (files of subordinate ids through the helper,
+ * idcopy.h); say what failed. true when gone. */
+static bool remove_at(const char *helper, int dfd, const char *dir, const char *name,
+		      ts_sandbox_warn_fn warn, void *ud)
 {
-	int r = ts_rm_rf_at(dfd, name);
+	int r = ts_idcopy_remove(helper, dfd, name, NULL);
 
 	if (r < 0) {
 		warnf(warn, ud, "remove `%s/%s`: %s", dir, name, strerror(-r));
@@ -695,11 +698,11 @@ int ts_sandbox_remove(struct ts_store *st, const struct ts_paths *paths,
 		return ts_err_errno(err, -errno, "open `%s`", rec->dir);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(always); i++)
-		ok &= remove_at(dfd, rec->dir, always[i], warn, ud);
+		ok &= remove_at(paths->helper, dfd, rec->dir, always[i], warn, ud);
 	if (purge) {
-		ok &= remove_at(dfd, rec->dir, "upper", warn, ud);
+		ok &= remove_at(paths->helper, dfd, rec->dir, "upper", warn, ud);
 		if (own_ws)
-			ok &= remove_at(dfd, rec->dir, "workspace", warn, ud);
+			ok &= remove_at(paths->helper, dfd, rec->dir, "workspace", warn, ud);
 	} else {
 		bool upper = exists_at(dfd, "upper"), ws = own_ws && exists_at(dfd, "workspace");
 

@@ -16,7 +16,7 @@
 #include "cleanup.h"
 #include "ctl.h"
 #include "ctlclient.h"
-#include "idmap-plan.h"
+#include "idcopy.h"
 #include "oci-store.h"
 #include "sandbox.h"
 #include "sqldb.h"
@@ -207,8 +207,8 @@ out:
 }
 
 /* Copy rec->dir/name into tmpfd/name (an empty directory when the source has none). */
-static int copy_part(const struct ts_sandbox_rec *rec, int tmpfd, const char *name,
-		     struct ts_treecopy *c, struct ts_error *err)
+static int copy_part(const struct ts_paths *paths, const struct ts_sandbox_rec *rec, int tmpfd,
+		     const char *name, struct ts_treecopy *c, struct ts_error *err)
 {
 	_cleanup_close_ int sfd = -EBADF, srcdir = -EBADF, dfd = -EBADF;
 	int r;
@@ -225,7 +225,8 @@ static int copy_part(const struct ts_sandbox_rec *rec, int tmpfd, const char *na
 	if (sfd < 0)
 		return errno == ENOENT ? 0
 				       : ts_err_errno(err, -errno, "open `%s/%s`", rec->dir, name);
-	r = ts_treecopy(sfd, dfd, c, err);
+	/* in the sandbox's id mapping: its files may belong to subordinate ids (idcopy.h) */
+	r = ts_idcopy_tree(paths->helper, rec->spec, sfd, dfd, c, err);
 	return r < 0 ? ts_err_prefix(err, r, "copy %s of `%s`", name, rec->id) : 0;
 }
 
@@ -288,28 +289,6 @@ fail:
 	return r;
 }
 
-/* Refuse what the copier cannot copy faithfully as the caller. */
-static int check_copyable(const struct ts_sandbox_rec *rec, json_t *spec, struct ts_error *err)
-{
-	struct ts_idmap_plan plan;
-	bool want_root = json_is_true(json_object_get(spec, "root_ids")) ||
-			 json_is_true(json_object_get(spec, "sudo")) ||
-			 !strcmp(json_string_value(json_object_get(spec, "user")) ?: "", "root");
-	int r = ts_idmap_plan(&plan, want_root, err);
-
-	if (r < 0)
-		return r;
-	if (!strcmp(plan.mode, "subid"))
-		return ts_err(
-			err, -EOPNOTSUPP,
-			"sandbox `%s` has subordinate ids (mapping mode `subid`): its files "
-			"belong to ids this user cannot read or create, and snapshots of such "
-			"a sandbox are not supported yet; create it as root, or without "
-			"`--user root`",
-			rec->id);
-	return 0;
-}
-
 int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		       struct ts_sandbox_rec *rec, const struct ts_snapshot_opts *o,
 		       struct ts_snapshot *ret, struct ts_error *err)
@@ -338,8 +317,6 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	spec = json_loads(rec->spec ? rec->spec : "{}", 0, NULL);
 	if (!spec)
 		return ts_err(err, -EINVAL, "sandbox `%s`: bad recorded spec", rec->id);
-	if ((r = check_copyable(rec, spec, err)) < 0)
-		goto out_spec;
 	if ((r = ts_id_new(sub, err)) < 0)
 		goto out_spec;
 	snprintf(ret->id, sizeof(ret->id), "snap-%s", sub);
@@ -397,9 +374,9 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 			paused = true;
 		}
 	}
-	r = copy_part(rec, tmpfd, "upper", &c, err);
+	r = copy_part(paths, rec, tmpfd, "upper", &c, err);
 	if (r >= 0 && own_ws)
-		r = copy_part(rec, tmpfd, "workspace", &c, err);
+		r = copy_part(paths, rec, tmpfd, "workspace", &c, err);
 	if (paused) {
 		struct ts_error rerr = { 0 };
 
@@ -420,14 +397,14 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	}
 	r = insert_snap(st, ret, err);
 	if (r < 0) {
-		ts_rm_rf_at(snapsfd, ret->id);
+		ts_idcopy_remove(paths->helper, snapsfd, ret->id, NULL);
 		goto out_spec;
 	}
 	json_decref(spec);
 	return 0;
 fail:
 	snprintf(dir, sizeof(dir), "%s", tmpname);
-	ts_rm_rf_at(snapsfd, dir);
+	ts_idcopy_remove(paths->helper, snapsfd, dir, NULL);
 out_spec:
 	json_decref(spec);
 	ts_snapshot_free(ret);
@@ -498,7 +475,8 @@ static void sweep(const struct ts_paths *paths, json_t *keep)
 		e = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (e < 0 || flock(e, LOCK_EX | LOCK_NB) < 0)
 			continue;
-		ts_rm_rf_at(fd, de->d_name);
+		/* files of subordinate ids go through the helper (idcopy.h) */
+		ts_idcopy_remove(paths->helper, fd, de->d_name, NULL);
 	}
 	closedir(d);
 }
@@ -563,7 +541,7 @@ int ts_snapshot_layer_dirs(const struct ts_paths *paths, const char *spec, const
 }
 
 int ts_snapshot_copy_workspace(const struct ts_paths *paths, const struct ts_snapshot *s,
-			       int dst_fd, struct ts_error *err)
+			       const char *dst_spec, int dst_fd, struct ts_error *err)
 {
 	struct ts_treecopy c = { 0 };
 	char dir[4200];
@@ -576,6 +554,6 @@ int ts_snapshot_copy_workspace(const struct ts_paths *paths, const struct ts_sna
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : ts_err_errno(err, -errno, "open `%s`", dir);
-	r = ts_treecopy(fd, dst_fd, &c, err);
+	r = ts_idcopy_tree(paths->helper, dst_spec, fd, dst_fd, &c, err);
 	return r < 0 ? ts_err_prefix(err, r, "copy the workspace of snapshot `%s`", s->id) : 0;
 }

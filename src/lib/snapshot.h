@@ -58,9 +58,9 @@ bool ts_snapshot_id_valid(const char *ref);
 
 /*
  * Take a snapshot of the sandbox rec (running: paused with init's PAUSE while the copy
- * runs and resumed after, also on failure; stopped: copied as it is). -EOPNOTSUPP for a
- * sandbox with subordinate ids (its files belong to ids the caller cannot read or make),
- * -ENOSPC / -E2BIG past the limits (nothing stays behind), -EINVAL for a bad name or a
+ * runs and resumed after, also on failure; stopped: copied as it is) in the sandbox's id
+ * mapping (a sandbox with subordinate ids through the helper, idcopy.h). -ENOSPC / -E2BIG
+ * past the limits (nothing stays behind), -EINVAL for a bad name or a
  * chain longer than TS_SNAP_MAX_CHAIN. 0 with *ret filled (free with ts_snapshot_free).
  */
 int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
@@ -91,7 +91,7 @@ int ts_snapshot_delete(struct ts_store *st, const struct ts_paths *paths, const 
 int ts_snapshot_layer_dirs(const struct ts_paths *paths, const char *spec, const char *key,
 			   char dirs[][4096], size_t *n, struct ts_error *err);
 
-/* Copy snapshot s's workspace (when it has one) into the directory dst_fd. 0 when it has
- * none. */
+/* Copy snapshot s's workspace (when it has one) into the directory dst_fd, in the id
+ * mapping of the sandbox whose recorded spec is dst_spec (idcopy.h). 0 when it has none. */
 int ts_snapshot_copy_workspace(const struct ts_paths *paths, const struct ts_snapshot *s,
-			       int dst_fd, struct ts_error *err);
+			       const char *dst_spec, int dst_fd, struct ts_error *err);

@@ -243,10 +243,9 @@ int main(int argc, char **argv)
 	if (mode && (!strcmp(mode, "root") || !strcmp(mode, "user")))
 		r.caps |= CONF_CAP_ROOT;
 	r.caps |= CONF_CAP_PAUSE | CONF_CAP_AUTH;
-	/* serve's sandboxes have a root: an ordinary user's through subordinate ids, whose
-	 * files the copier cannot read (snapshot.h); root's and one id's it can */
-	if (mode && strcmp(mode, "user") != 0)
-		r.caps |= CONF_CAP_SNAPSHOT;
+	/* in every mode: an ordinary user's sandboxes, of subordinate ids, are copied by the
+	 * helper in their own id mapping (idcopy.h) */
+	r.caps |= CONF_CAP_SNAPSHOT;
 	rc = conf_run(&r, argv + 1, (size_t)(argc - 1));
 	ts_backend_free(b);
 	kill(serve, SIGTERM);

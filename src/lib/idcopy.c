@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "idcopy.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "idmap-plan.h"
+#include "strv.h"
+#include "util.h"
+
+#define HELPER_OUT_MAX 4096
+#define HELPER_PREFIX "toren-sandbox-helper: "
+#define HELPER_EXIT_SETUP 125 /* TS_HELPER_EXIT_SETUP */
+
+/* The sandbox of this recorded spec has a root inside (--user root, root_ids, sudo), so
+ * it was given the subordinate ids where there are (launch.c). */
+static bool want_root_of(json_t *spec)
+{
+	return json_is_true(json_object_get(spec, "root_ids")) ||
+	       json_is_true(json_object_get(spec, "sudo")) ||
+	       !strcmp(json_string_value(json_object_get(spec, "user")) ?: "", "root");
+}
+
+static int build_argv(struct ts_strv *a, const char *helper, const struct ts_idmap_plan *p,
+		      const struct ts_treecopy *c, bool remove)
+{
+	int r = 0;
+
+	r |= ts_strv_push(a, helper);
+	r |= ts_strv_push(a, "--copy-tree");
+	if (remove)
+		r |= ts_strv_push(a, "--remove");
+	r |= ts_strv_push(a, "--max-bytes");
+	r |= ts_strv_pushf(a, "%llu", (unsigned long long)c->max_bytes);
+	r |= ts_strv_push(a, "--max-entries");
+	r |= ts_strv_pushf(a, "%llu", (unsigned long long)c->max_entries);
+	r |= ts_strv_push(a, "--used-bytes");
+	r |= ts_strv_pushf(a, "%llu", (unsigned long long)c->bytes);
+	r |= ts_strv_push(a, "--used-entries");
+	r |= ts_strv_pushf(a, "%llu", (unsigned long long)c->entries);
+	for (size_t i = 0; i < p->n_uid; i++) {
+		r |= ts_strv_push(a, "--uid-map");
+		r |= ts_strv_pushf(a, "%lu %lu %lu", p->uid[i].inside, p->uid[i].outside,
+				   p->uid[i].count);
+	}
+	for (size_t i = 0; i < p->n_gid; i++) {
+		r |= ts_strv_push(a, "--gid-map");
+		r |= ts_strv_pushf(a, "%lu %lu %lu", p->gid[i].inside, p->gid[i].outside,
+				   p->gid[i].count);
+	}
+	if (p->newidmap)
+		r |= ts_strv_push(a, "--newidmap");
+	return r < 0 ? -ENOMEM : 0;
+}
+
+/* Read what the helper says, at most HELPER_OUT_MAX - 1 bytes; the rest is drained. */
+static void read_all(int fd, char *out, size_t len)
+{
+	size_t got = 0;
+	char sink[512];
+
+	for (;;) {
+		ssize_t n = got < len - 1 ? read(fd, out + got, len - 1 - got)
+					  : read(fd, sink, sizeof(sink));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (got < len - 1)
+			got += (size_t)n;
+	}
+	out[got] = '\0';
+}
+
+/* dst_fd < 0: --remove src_fd's contents */
+static int run_helper(const char *helper, const struct ts_idmap_plan *p, int src_fd, int dst_fd,
+		      struct ts_treecopy *c, struct ts_error *err)
+{
+	_cleanup_(ts_strv_freep) struct ts_strv a = { 0 };
+	_cleanup_close_ int s = -EBADF, d = -EBADF;
+	static char *const empty_env[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	char out[HELPER_OUT_MAX], *nl, *msg;
+	unsigned long long entries, bytes;
+	int pp[2], status = 0, r;
+	pid_t pid;
+
+	if (build_argv(&a, helper, p, c, dst_fd < 0) < 0)
+		return ts_err(err, -ENOMEM, "out of memory");
+	/* above 4 so that putting them at 3 and 4 cannot overwrite one with the other */
+	s = fcntl(src_fd, F_DUPFD_CLOEXEC, 10);
+	d = dst_fd >= 0 ? fcntl(dst_fd, F_DUPFD_CLOEXEC, 10) : -EBADF;
+	if (s < 0 || (dst_fd >= 0 && d < 0))
+		return ts_err_errno(err, -errno, "duplicate the copy's directories");
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		return ts_err_errno(err, -errno, "pipe for the helper");
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	/* its result on stdout, its one error line on stderr: never both */
+	posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pp[1], 2);
+	posix_spawn_file_actions_adddup2(&fa, s, 3);
+	if (d >= 0)
+		posix_spawn_file_actions_adddup2(&fa, d, 4);
+	r = posix_spawn(&pid, helper, &fa, NULL, a.v, empty_env);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pp[1]);
+	if (r != 0) {
+		close(pp[0]);
+		return ts_err_errno(err, -r, "run `%s`", helper);
+	}
+	read_all(pp[0], out, sizeof(out));
+	close(pp[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return ts_err_errno(err, -errno, "wait for `%s`", helper);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		if (sscanf(out, "entries %llu bytes %llu", &entries, &bytes) != 2)
+			return ts_err(err, -EIO, "`%s --copy-tree` said `%.200s`", helper, out);
+		c->entries = entries;
+		c->bytes = bytes;
+		return 0;
+	}
+	/* one line: the helper's message, without its name and with the last line only
+	 * (a sanitizer's report would come before it) */
+	if ((nl = strrchr(out, '\n')) && !nl[1])
+		*nl = '\0';
+	msg = strrchr(out, '\n') ? strrchr(out, '\n') + 1 : out;
+	if (!strncmp(msg, HELPER_PREFIX, strlen(HELPER_PREFIX)))
+		msg += strlen(HELPER_PREFIX);
+	if (!WIFEXITED(status))
+		return ts_err(err, -EIO, "`%s --copy-tree` killed by signal %d", helper,
+			      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	/* the copier's errno is its status; 125: it could not start the copy */
+	r = WEXITSTATUS(status) == HELPER_EXIT_SETUP ? EIO : WEXITSTATUS(status);
+	return ts_err(err, -r, "%s", msg[0] ? msg : "the helper failed without a message");
+}
+
+int ts_idcopy_tree(const char *helper, const char *spec, int src_fd, int dst_fd,
+		   struct ts_treecopy *c, struct ts_error *err)
+{
+	struct ts_idmap_plan plan;
+	json_t *j = json_loads(spec ? spec : "{}", 0, NULL);
+	bool want_root;
+	int r;
+
+	if (!j)
+		return ts_err(err, -EINVAL, "bad recorded spec");
+	want_root = want_root_of(j);
+	json_decref(j);
+	r = ts_idmap_plan(&plan, want_root, err);
+	if (r < 0)
+		return r;
+	/* `single` and `root-range`: every id of the sandbox is one the caller owns or may
+	 * chown, so the fast path in this process */
+	if (strcmp(plan.mode, "subid") != 0)
+		return ts_treecopy(src_fd, dst_fd, c, err);
+	return run_helper(helper, &plan, src_fd, dst_fd, c, err);
+}
+
+int ts_idcopy_remove(const char *helper, int dirfd, const char *name, struct ts_error *err)
+{
+	struct ts_treecopy c = { 0 };
+	struct ts_idmap_plan plan;
+	_cleanup_close_ int fd = -EBADF;
+	int r = ts_rm_rf_at(dirfd, name);
+
+	if (r != -EACCES && r != -EPERM)
+		return r < 0 ? ts_err_errno(err, r, "remove `%s`", name) : 0;
+	/* files of subordinate ids: the caller's whole range covers every sandbox's */
+	if (ts_idmap_plan(&plan, true, err) < 0 || strcmp(plan.mode, "subid") != 0)
+		return ts_err_errno(err, r, "remove `%s`", name);
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open `%s`", name);
+	r = run_helper(helper, &plan, fd, -EBADF, &c, err);
+	if (r < 0)
+		return ts_err_prefix(err, r, "remove `%s`", name);
+	r = ts_rm_rf_at(dirfd, name);
+	return r < 0 ? ts_err_errno(err, r, "remove `%s`", name) : 0;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Copy a sandbox's tree (ts_treecopy) in the sandbox's own id mapping. Where the caller
+ * owns every id the sandbox has (mapping modes `single` and `root-range`: one id, or the
+ * host's root), in this process. In mode `subid` the files belong to subordinate ids the
+ * caller can neither read nor chown: `toren-sandbox-helper --copy-tree` copies them as
+ * root of a user namespace with the sandbox's maps, given both directories as open fds.
+ */
+#include "treecopy.h"
+
+/*
+ * Copy src_fd into dst_fd as ts_treecopy does, counting into c, for a sandbox whose
+ * recorded spec is spec (JSON text, NULL for `{}`); helper is the helper's path. The
+ * same errors as ts_treecopy (-ENOSPC, -E2BIG, ...), also when the helper copied.
+ */
+int ts_idcopy_tree(const char *helper, const char *spec, int src_fd, int dst_fd,
+		   struct ts_treecopy *c, struct ts_error *err);
+
+/*
+ * ts_rm_rf_at(dirfd, name), and where that is refused (-EACCES, -EPERM) and the caller has
+ * subordinate ids, empty it through `toren-sandbox-helper --copy-tree --remove` as root of
+ * the caller's whole subordinate mapping first: a snapshot of a sandbox with a root holds
+ * files of those ids. 0 when gone (or absent), else -errno with err set.
+ */
+int ts_idcopy_remove(const char *helper, int dirfd, const char *name, struct ts_error *err);
