@@ -104,10 +104,16 @@ int main(void)
 	ok(n == 5 && !memcmp(buf, "deep\n", 5), "contents of a nested file");
 	snprintf(p, sizeof(p), "%s/dst/d", base);
 	ok(stat(p, &st) == 0 && (st.st_mode & 07777) == 0750, "a directory's mode");
-	snprintf(p, sizeof(p), "%s/dst/setuid", base);
-	r = stat(p, &st);
-	ok(r == 0 && (st.st_mode & 07777) == 0755, "the setuid bit is dropped (%o)",
-	   (unsigned)(st.st_mode & 07777));
+	/* inside a sandbox (tests/compat) its setid guard refuses the source's setuid bit */
+	snprintf(p, sizeof(p), "%s/src/setuid", base);
+	if (stat(p, &st) < 0 || !(st.st_mode & S_ISUID)) {
+		skip(1, "no setuid file can be made here (a sandbox's setid guard?)");
+	} else {
+		snprintf(p, sizeof(p), "%s/dst/setuid", base);
+		r = stat(p, &st);
+		ok(r == 0 && (st.st_mode & 07777) == 0755, "the setuid bit is dropped (%o)",
+		   (unsigned)(st.st_mode & 07777));
+	}
 	snprintf(p, sizeof(p), "%s/src/x", base);
 	r = getxattr(p, "user.k", buf, sizeof(buf)) == 2 ? 0 : -1;
 	snprintf(p, sizeof(p), "%s/dst/x", base);
