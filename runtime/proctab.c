@@ -83,9 +83,13 @@ struct ts_proctab {
 	struct ts_proctab_ops ops;
 	uint64_t next_id;
 	struct ts_proc procs[TS_PROC_MAX];
-	size_t n_procs;	   /* procs[0..n_procs) are used */
-	void *child_stack; /* start_child's, mapped at the first spawn */
+	size_t n_procs;	       /* procs[0..n_procs) are used */
+	void *child_stack;     /* start_child's, mapped at the first spawn */
+	unsigned set_user_env; /* bits of user_env_names made sandbox-wide by SETENV */
 };
+
+/* The variables a process gets from its user unless the sandbox sets them (build_env). */
+static const char *const user_env_names[] = { "HOME", "USER", "LOGNAME" };
 
 static void emit(struct ts_proctab *t, int conn, const struct ts_ctl_msg *m)
 {
@@ -402,10 +406,20 @@ static ssize_t env_find(char **envp, size_t n, const char *name, size_t len)
 
 static bool is_global(const struct ts_proctab *t, const char *name)
 {
+	for (size_t i = 0; i < sizeof(user_env_names) / sizeof(user_env_names[0]); i++)
+		if ((t->set_user_env & (1U << i)) && !strcmp(user_env_names[i], name))
+			return true;
 	for (size_t i = 0; i < t->cfg.n_global_env; i++)
 		if (!strcmp(t->cfg.global_env[i], name))
 			return true;
 	return false;
+}
+
+void ts_proctab_set_global(struct ts_proctab *t, const char *name)
+{
+	for (size_t i = 0; i < sizeof(user_env_names) / sizeof(user_env_names[0]); i++)
+		if (!strcmp(user_env_names[i], name))
+			t->set_user_env |= 1U << i;
 }
 
 /* NAME=value into envp (replacing), n counted. */
@@ -437,7 +451,7 @@ static int env_put(char **envp, size_t *n, size_t cap, char *entry)
 static int build_env(const struct ts_proctab *t, uid_t as, char **req_env, size_t n_req,
 		     char ***ret)
 {
-	const char *names[] = { "HOME", "USER", "LOGNAME" };
+	const char *const *names = user_env_names;
 	const char *vals[] = { ts_ids_home(as), ts_ids_name(as), ts_ids_name(as) };
 	size_t nbase = 0, n = 0, cap;
 	char **envp;

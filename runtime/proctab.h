@@ -85,6 +85,10 @@ void ts_proctab_spawn(struct ts_proctab *t, int conn, const struct ts_ctl_msg *r
  * replying to conn. */
 void ts_proctab_request(struct ts_proctab *t, int conn, const struct ts_ctl_msg *req);
 
+/* SETENV made name sandbox-wide (it is in init's environment now): a process's HOME, USER
+ * or LOGNAME of that name is no longer its user's but the sandbox's. */
+void ts_proctab_set_global(struct ts_proctab *t, const char *name);
+
 /* Connection conn is gone: it is no longer attached to anything. */
 void ts_proctab_conn_gone(struct ts_proctab *t, int conn);
 

@@ -116,12 +116,12 @@ static size_t attached(const struct ts_server *s)
 	return s->n_workers + ts_proctab_attached(s->procs) + ts_sudo_running(s->sudo);
 }
 
-static void send_hello(struct ts_server *s, int ci, uint32_t id)
+static void send_hello(struct ts_server *s, int ci, uint32_t id, uint64_t version)
 {
 	struct ts_ctl_msg m = { 0 };
 
 	ts_ctl_msg_init(&m, TS_CTL_HELLO, id);
-	if (ts_ctl_put_u64(&m, TS_T_VERSION, TS_CTL_VERSION) == 0 &&
+	if (ts_ctl_put_u64(&m, TS_T_VERSION, version) == 0 &&
 	    ts_ctl_put_u64(&m, TS_T_PID, (uint64_t)getpid()) == 0 &&
 	    ts_ctl_put_u64(&m, TS_T_IDLE_MS, attached(s) ? 0 : ts_now_ms() - s->last_activity) ==
 		    0 &&
@@ -307,6 +307,79 @@ static void pause_resume(struct ts_server *s, int ci, struct ts_ctl_msg *req, bo
 	ts_ctl_msg_free(&m);
 }
 
+/* Is s[0..len) a variable name, [A-Za-z_][A-Za-z0-9_]*? */
+static bool env_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return true;
+}
+
+/*
+ * SETENV (ctl.h): the variables become part of our own environment, which every process
+ * starts from (proctab.c build_env), exactly as the helper's --setenv would have put them
+ * there; HOME, USER and LOGNAME among them then win over the user's defaults, as
+ * --global-env says at a start. Checked whole before anything is set.
+ */
+static void set_env(struct ts_server *s, int ci, const struct ts_ctl_msg *req)
+{
+	struct ts_ctl_msg m = { 0 };
+	const uint8_t *v;
+	uint16_t tag;
+	uint32_t len;
+	size_t pos = 0, n = 0;
+	int r;
+
+	while ((r = ts_ctl_next(req, &pos, &tag, &v, &len)) > 0) {
+		const uint8_t *eq = tag == TS_T_ENV ? memchr(v, '=', len) : NULL;
+
+		if (tag != TS_T_ENV)
+			continue;
+		if (!eq || memchr(v, '\0', len) ||
+		    !env_name_ok((const char *)v, (size_t)(eq - v)) || ++n > TS_CTL_SETENV_MAX) {
+			reply_error(s, ci, req->id, EINVAL,
+				    "SETENV: want NAME=VALUE with NAME [A-Za-z_][A-Za-z0-9_]*");
+			return;
+		}
+	}
+	if (r < 0) {
+		reply_error(s, ci, req->id, EBADMSG, "SETENV: malformed");
+		return;
+	}
+	pos = 0;
+	while (ts_ctl_next(req, &pos, &tag, &v, &len) > 0) {
+		char name[256], *val;
+		const uint8_t *eq;
+
+		if (tag != TS_T_ENV)
+			continue;
+		eq = memchr(v, '=', len);
+		val = strndup((const char *)eq + 1, len - (size_t)(eq - v) - 1);
+		if ((size_t)(eq - v) >= sizeof(name) || !val) {
+			free(val);
+			reply_error(s, ci, req->id,
+				    (size_t)(eq - v) >= sizeof(name) ? EINVAL : ENOMEM,
+				    "SETENV: name too long or out of memory");
+			return;
+		}
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - v), (const char *)v);
+		r = setenv(name, val, 1);
+		free(val);
+		if (r < 0) {
+			reply_error(s, ci, req->id, errno, "SETENV: setenv failed");
+			return;
+		}
+		ts_proctab_set_global(s->procs, name);
+	}
+	ts_ctl_msg_init(&m, TS_CTL_OK, req->id);
+	conn_emit(s, ci, &m);
+	ts_ctl_msg_free(&m);
+}
+
 static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 {
 	/* asking how idle we are (reap, ls, inspect) is not itself activity */
@@ -314,18 +387,29 @@ static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 		s->last_activity = ts_now_ms();
 	switch (req->type) {
 	case TS_CTL_HELLO: {
-		uint64_t v = 0;
+		uint64_t v = 0, vmax;
 		char msg[96];
 
-		if (ts_ctl_get_u64(req, TS_T_VERSION, &v) < 0 || v != TS_CTL_VERSION) {
-			snprintf(msg, sizeof(msg), "protocol version %llu; this init speaks %d",
-				 (unsigned long long)v, TS_CTL_VERSION);
+		/* the newest version both speak (ctl.h, HELLO) */
+		if (ts_ctl_get_u64(req, TS_T_VERSION, &v) < 0)
+			v = 0;
+		if (ts_ctl_get_u64(req, TS_T_VERSION_MAX, &vmax) < 0 || vmax < v)
+			vmax = v;
+		if (vmax > TS_CTL_VERSION)
+			vmax = TS_CTL_VERSION;
+		if (v > TS_CTL_VERSION || vmax < TS_CTL_VERSION_MIN) {
+			snprintf(msg, sizeof(msg),
+				 "protocol version %llu; this init speaks %d to %d",
+				 (unsigned long long)v, TS_CTL_VERSION_MIN, TS_CTL_VERSION);
 			reply_error(s, ci, req->id, EPROTO, msg);
 		} else {
-			send_hello(s, ci, req->id);
+			send_hello(s, ci, req->id, vmax);
 		}
 		break;
 	}
+	case TS_CTL_SETENV:
+		set_env(s, ci, req);
+		break;
 	case TS_CTL_SPAWN:
 	case TS_CTL_FILE:
 		/* a process started now would run in a sandbox meant to be still */

@@ -289,7 +289,8 @@ int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err)
 
 int ts_sb_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, struct ts_error *err)
 {
-	if (o->timeout_ms < 0 || o->timeout_ms > TS_SB_TIMEOUT_MAX_MS)
+	/* < 0: the default a create has (as ts_sb_create) */
+	if (o->timeout_ms > TS_SB_TIMEOUT_MAX_MS)
 		return ts_err(err, -EINVAL, "timeout of %lld ms: want 0 (none) to %lld ms",
 			      o->timeout_ms, TS_SB_TIMEOUT_MAX_MS);
 	if (!sb->ops->sb_reissue)

@@ -225,10 +225,13 @@ int ts_sb_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *err);
 /*
  * Hand a started sandbox out as if created now (serve's warm pool): its labels become
  * o->metadata (all of them replaced), its created, started and last-use times now, its
- * timeout o->timeout_ms (0: none) counted as o->timeout_absolute says. Nothing else of o
- * is looked at: the caller makes sure the sandbox was built as o would build it.
- * -EINVAL for a bad label or timeout, -ESRCH when it does not run, -EOPNOTSUPP on a
- * backend without it.
+ * timeout o->timeout_ms (0: none, < 0: a create's default) counted as o->timeout_absolute
+ * says, and o->envs (each with a value) its sandbox-wide variables from now on, as a
+ * create with them would have had them (local: init's SETENV, ctl.h, and the record's
+ * spec, so that a restart keeps them). Nothing else of o is looked at: the caller makes
+ * sure the sandbox was built as o would build it, without envs. -EINVAL for a bad label,
+ * env or timeout (the sandbox unchanged), -ESRCH when it does not run, -EOPNOTSUPP on a
+ * backend without it or an init without SETENV.
  */
 int ts_sb_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, struct ts_error *err);
 /*

@@ -160,6 +160,11 @@ static void strv_free(char **v)
 	free(v);
 }
 
+static void strv_freep(char ***v)
+{
+	strv_free(*v);
+}
+
 static void fill_id(struct ts_sb *sb, struct local_sb *s)
 {
 	snprintf(sb->id, sizeof(sb->id), "%s", s->rec.id);
@@ -502,6 +507,43 @@ static int local_set_timeout(struct ts_sb *sb, long long ms, struct ts_error *er
 	return ts_store_update(st, &s->rec, err);
 }
 
+/*
+ * SETENV (ctl.h, v4) to the sandbox's init: the create's envs become sandbox-wide as they
+ * would have been from its start. The connection stays as the sandbox's spare, for the
+ * create's first command.
+ */
+static int send_env(struct ts_sb *sb, char *const *env, struct ts_error *err)
+{
+	struct local_sb *s = sb->impl;
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
+	struct ts_ctl_client *c = NULL;
+	bool reused;
+	int r = ts_local_proc_conn(sb, &c, &reused, err);
+
+	if (r < 0)
+		return r;
+	if (c->version < 4) {
+		ts_ctl_client_free(c);
+		return ts_err(err, -EOPNOTSUPP,
+			      "sandbox `%s`: its init speaks control protocol %llu, without SETENV",
+			      s->rec.id, (unsigned long long)c->version);
+	}
+	ts_ctl_msg_init(&m, TS_CTL_SETENV, 0);
+	for (char *const *e = env; r == 0 && *e; e++)
+		r = ts_ctl_put_str(&m, TS_T_ENV, *e);
+	if (r < 0) {
+		ts_ctl_client_free(c);
+		return ts_err(err, r, "sandbox `%s`: the envs do not fit one message", s->rec.id);
+	}
+	r = ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+	if (r < 0) {
+		ts_ctl_client_free(c);
+		return ts_err_prefix(err, r, "sandbox `%s`: set its envs", s->rec.id);
+	}
+	ts_local_proc_conn_done(s->l, s->rec.id, c, true);
+	return 0;
+}
+
 static int local_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, struct ts_error *err)
 {
 	struct local_sb *s = sb->impl;
@@ -538,12 +580,31 @@ static int local_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, st
 	json_decref(obj);
 	if (!text)
 		return ts_err(err, -ENOMEM, "out of memory");
+	if (o->n_envs) {
+		_cleanup_(strv_freep) char **env = NULL;
+
+		/* a NAME without a value copies the host's at a start: never the pool's */
+		for (size_t i = 0; i < o->n_envs; i++)
+			if (!o->envs[i].value)
+				return ts_err(err, -EINVAL, "env `%.80s` has no value",
+					      o->envs[i].key ?: "");
+		/* checked and recorded first, so that a restart keeps them (the record is
+		 * stored only after init took them: a crash between leaves a pool member,
+		 * which the next serve removes) */
+		if ((r = kv_strv(o->envs, o->n_envs, false, &env, err)) < 0 ||
+		    (r = ts_sandbox_spec_add_env(&s->rec, env, err)) < 0 ||
+		    (r = send_env(sb, env, err)) < 0)
+			return r;
+	}
 	free(s->rec.labels);
 	s->rec.labels = TAKE_PTR(text);
 	/* the client sees the hand-out as the creation: its clock and deadline start now */
 	s->rec.created_ms = s->rec.started_ms = s->rec.last_activity_ms = now;
 	s->rec.ttl_absolute = o->timeout_absolute;
-	set_deadline(&s->rec, o->timeout_ms, now);
+	if (o->timeout_ms < 0)
+		s->rec.ttl_ms = TS_DEFAULT_TTL_MS; /* as ts_sandbox_create */
+	else
+		set_deadline(&s->rec, o->timeout_ms, now);
 	return ts_store_update(st, &s->rec, err);
 }
 

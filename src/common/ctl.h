@@ -21,14 +21,16 @@
 
 #include "error.h"
 
-#define TS_CTL_VERSION 3
+#define TS_CTL_VERSION 4       /* the newest this side speaks */
+#define TS_CTL_VERSION_MIN 3   /* the oldest (an init started by an older build) */
+#define TS_CTL_SETENV_MAX 1024 /* variables in one SETENV */
 #define TS_CTL_HDR_LEN 12
 #define TS_CTL_MAX_PAYLOAD (1U << 20) /* 1 MiB: file data moves in chunks below this */
 #define TS_CTL_CHUNK (256U * 1024U)   /* file data per message */
 #define TS_CTL_MAX_FDS 3
 
 enum ts_ctl_type {
-	TS_CTL_HELLO = 1,  /* c->s {VERSION}; s->c {VERSION, PID, IDLE_MS, ATTACHED} */
+	TS_CTL_HELLO = 1,  /* c->s {VERSION, VERSION_MAX}; s->c {VERSION, PID, IDLE_MS, ATTACHED} */
 	TS_CTL_OK,	   /* s->c: the request succeeded (may carry fields) */
 	TS_CTL_ERROR,	   /* s->c {CODE (positive errno), MSG} */
 	TS_CTL_SPAWN,	   /* c->s {ARG..., ENV..., CWD, FLAGS} + fds; s->c SPAWNED */
@@ -55,6 +57,8 @@ enum ts_ctl_type {
 	TS_CTL_PAUSE,	    /* c->s: stop every process of the sandbox (SIGSTOP); OK, or
 			     * ERROR EALREADY when paused */
 	TS_CTL_RESUME,	    /* c->s: continue them (SIGCONT); OK, ERROR EALREADY when not */
+	/* v4 */
+	TS_CTL_SETENV, /* c->s {ENV...}: sandbox-wide variables from now on; OK (below) */
 	TS_CTL_TYPE_MAX,
 };
 
@@ -99,10 +103,24 @@ enum ts_ctl_tag {
 	TS_T_TIMED_OUT,	 /* u64 1: EXITED because its deadline passed (killed) */
 	TS_T_XATTR,	 /* string "key=value": a user.e2b.<key> xattr (E2B's metadata), repeated */
 	TS_T_PAUSED,	 /* u64 1 in HELLO: the sandbox is paused (PAUSE) */
+	/* v4 */
+	TS_T_VERSION_MAX, /* u64 in a client's HELLO: the newest version it speaks */
 	TS_T_TAG_MAX,
 };
 
 /*
+ * HELLO (versions): a client sends VERSION, the oldest version it speaks, and VERSION_MAX,
+ * the newest (absent: VERSION). init answers with the newest version both speak, or ERROR
+ * EPROTO when there is none; a connection then speaks the answered version. A v3 init
+ * ignores VERSION_MAX (an unknown tag) and answers 3 to a client that sends VERSION 3:
+ * an older sandbox keeps working with a newer host, without what v4 added.
+ *
+ * SETENV {ENV...} (v4, serve's warm pool: a started sandbox handed out to a create with
+ * envs): each NAME=VALUE (NAME [A-Za-z_][A-Za-z0-9_]*, at most TS_CTL_SETENV_MAX) becomes
+ * a sandbox-wide variable of every process started from then on, as if init had been
+ * started with it: over the base and the user's HOME, USER and LOGNAME, under a SPAWN's
+ * own ENV. All or nothing: a bad entry is ERROR EINVAL and nothing is set. OK.
+ *
  * SPAWN {ARG..., ENV..., CWD, UID, TAG, FLAGS, TIMEOUT_MS, COLS, ROWS} (v3). init owns the
  * process's streams: stdout and stderr pipes (or one pty), stdin /dev/null, a pipe kept
  * open until CLOSE_STDIN (TS_SPAWN_STDIN), or the pty. UID: run as 0 (root) or 1000

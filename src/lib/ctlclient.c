@@ -162,7 +162,10 @@ int ts_ctl_client_connect(const char *dir, const char *label, int hello_ms,
 	fcntl(c->fd, F_SETFL, O_NONBLOCK);
 	ts_ctl_conn_init(&c->rx);
 	ts_ctl_msg_init(&m, TS_CTL_HELLO, ts_ctl_client_id(c));
-	r = ts_ctl_put_u64(&m, TS_T_VERSION, TS_CTL_VERSION);
+	/* every version from the oldest init still about to ours (ctl.h, HELLO) */
+	r = ts_ctl_put_u64(&m, TS_T_VERSION, TS_CTL_VERSION_MIN);
+	if (r == 0)
+		r = ts_ctl_put_u64(&m, TS_T_VERSION_MAX, TS_CTL_VERSION);
 	if (r == 0)
 		r = ts_ctl_client_send(c, &m);
 	if (r < 0)
@@ -182,7 +185,7 @@ int ts_ctl_client_connect(const char *dir, const char *label, int hello_ms,
 			      label, msg, label);
 	}
 	if (reply.type != TS_CTL_HELLO || ts_ctl_get_u64(&reply, TS_T_VERSION, &c->version) < 0 ||
-	    c->version != TS_CTL_VERSION)
+	    c->version < TS_CTL_VERSION_MIN || c->version > TS_CTL_VERSION)
 		return ts_err(err, -EPROTO,
 			      "sandbox `%s` speaks control protocol %llu, this toren-sandbox %d: "
 			      "another version started it; `toren-sandbox restart %s` starts it "

@@ -70,7 +70,7 @@ void ts_policy_free(struct ts_policy *p)
 	ts_policy_init(p);
 }
 
-static bool env_name_valid(const char *s, size_t len)
+bool ts_policy_env_name_valid(const char *s, size_t len)
 {
 	if (len == 0 || (s[0] >= '0' && s[0] <= '9'))
 		return false;
@@ -323,7 +323,7 @@ static int env_item(struct ts_yaml *y, void *userdata)
 				   TS_POLICY_MAX_ENV);
 	/* Quote only the name: the value may be a secret (a token in an index URL). */
 	n = env_name_len(s);
-	if (!env_name_valid(s, n))
+	if (!ts_policy_env_name_valid(s, n))
 		return ts_yaml_err(
 			y, &y->ev.start_mark, -EINVAL,
 			"invalid name `%s` in `env`: expected NAME or NAME=VALUE with NAME "
@@ -819,7 +819,7 @@ int ts_policy_add_env(struct ts_policy *p, const char *entry, struct ts_error *e
 	char b[SHOW_MAX + 4];
 	char **v, *dup;
 
-	if (!env_name_valid(entry, n))
+	if (!ts_policy_env_name_valid(entry, n))
 		return ts_err(err, -EINVAL,
 			      "invalid environment variable name `%s`: expected NAME or NAME=VALUE "
 			      "with NAME matching [A-Za-z_][A-Za-z0-9_]*",

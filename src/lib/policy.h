@@ -132,6 +132,8 @@ static inline void ts_policy_freep(struct ts_policy *p)
 int ts_policy_load(struct ts_policy *p, const char *path, struct ts_error *err);
 
 /* Append one env allow-list entry (NAME or NAME=VALUE). Validates NAME. 0 or -errno. */
+/* Is s[0..len) an environment variable name, [A-Za-z_][A-Za-z0-9_]*? */
+bool ts_policy_env_name_valid(const char *s, size_t len);
 int ts_policy_add_env(struct ts_policy *p, const char *entry, struct ts_error *err);
 
 /* Append one protected pattern. 0 or -errno. */

@@ -29,7 +29,6 @@
 #include "syscall.h"
 #include "util.h"
 
-#define TS_DEFAULT_TTL_MS (30LL * 60 * 1000)
 #define TS_STOP_WAIT_MS 5000
 /* how long init may take to answer HELLO; it serves from a poll loop, so a slow answer
  * means a stuck or hostile init */
@@ -94,6 +93,43 @@ static char *spec_json(const struct ts_create_opts *o, const char *ws, bool own_
 	out = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(spec);
 	return out;
+}
+
+int ts_sandbox_spec_add_env(struct ts_sandbox_rec *rec, char *const *env, struct ts_error *err)
+{
+	json_error_t jerr;
+	json_t *spec = json_loads(rec->spec ? rec->spec : "{}", 0, &jerr), *arr;
+	char *text;
+
+	if (!json_is_object(spec)) {
+		json_decref(spec);
+		return ts_err(err, -EINVAL, "sandbox `%s`: its recorded spec is no JSON object",
+			      rec->id);
+	}
+	arr = json_object_get(spec, "env");
+	if (!json_is_array(arr)) {
+		arr = json_array();
+		json_object_set_new(spec, "env", arr);
+	}
+	for (char *const *e = env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+
+		if (!eq || !ts_policy_env_name_valid(*e, (size_t)(eq - *e))) {
+			json_decref(spec);
+			return ts_err(err, -EINVAL,
+				      "invalid environment variable `%.80s`: want NAME=VALUE with "
+				      "NAME matching [A-Za-z_][A-Za-z0-9_]*",
+				      *e);
+		}
+		json_array_append_new(arr, json_string(*e));
+	}
+	text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(spec);
+	if (!text)
+		return ts_err(err, -ENOMEM, "out of memory");
+	free(rec->spec);
+	rec->spec = text;
+	return 0;
 }
 
 /* UTF-8 (as JSON needs) without control characters: what `ls` prints as it is. */

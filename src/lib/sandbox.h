@@ -41,6 +41,7 @@ struct ts_create_opts {
 	const struct ts_run_hooks *hooks; /* told the start's warnings (may be NULL) */
 };
 
+#define TS_DEFAULT_TTL_MS (30LL * 60 * 1000) /* a create's idle timeout when it asks none */
 #define TS_LABEL_KEY_MAX 127
 #define TS_LABEL_VALUE_MAX 256
 
@@ -51,6 +52,14 @@ bool ts_label_valid(const char *kv, char *why, size_t len);
 /* Create the sandbox, record it, start it. rec is filled. 0 or -errno. */
 int ts_sandbox_create(const struct ts_create_opts *o, struct ts_sandbox_rec *rec,
 		      struct ts_error *err);
+
+/*
+ * Add env (NAME=VALUE each, NULL-terminated) to the variables rec's spec asks for, after
+ * those it has (a later one of the same name wins, as at a start): what a create with
+ * them would have recorded. rec->spec only; the caller stores it. 0, or -EINVAL for a
+ * bad entry (nothing changed), -ENOMEM.
+ */
+int ts_sandbox_spec_add_env(struct ts_sandbox_rec *rec, char *const *env, struct ts_error *err);
 
 /* Is the recorded init alive (and answering)? Updates rec->state when it is not. */
 bool ts_sandbox_running(struct ts_sandbox_rec *rec);

@@ -19,6 +19,7 @@
 #include "http.h"
 #include "oci-ref.h"
 #include "oci-store.h"
+#include "policy.h"
 #include "procinfo.h"
 #include "server.h"
 #include "tokens.h"
@@ -29,7 +30,8 @@
 #define POOL_LIST_PAGES 64 /* pages of the orphan search (each up to the backend's page) */
 
 struct pool_tpl {
-	char name[256];
+	char name[256]; /* the template; "" for a /v1 create without an image (host image) */
+	bool v1;	/* built as /v1 creates (no root, no sudo), else as E2B's */
 	unsigned target;
 	bool starting; /* the thread is starting one (mu) */
 	size_t n_ready;
@@ -104,21 +106,24 @@ static bool owner_alive(const char *owner)
 
 /* --- parsing ----------------------------------------------------------------------------- */
 
-static int parse_spec(const char *spec, const char *root, char *tpl, size_t len, unsigned *n,
-		      struct ts_error *err)
+static int parse_spec(const char *spec, const char *root, char *tpl, size_t len, bool *v1,
+		      unsigned *n, struct ts_error *err)
 {
-	const char *eq = strrchr(spec, '=');
-	const char *num = eq ? eq + 1 : spec;
+	const char *body = !strncmp(spec, "v1:", 3) ? spec + 3 : spec;
+	const char *eq = strrchr(body, '=');
+	const char *num = eq ? eq + 1 : body;
 	unsigned long long v;
 
-	if (eq && (eq == spec || (size_t)(eq - spec) >= len))
-		return ts_err(err, -EINVAL, "`--pool %.80s`: want N or TEMPLATE=N", spec);
-	snprintf(tpl, len, "%.*s", eq ? (int)(eq - spec) : 4, eq ? spec : "base");
+	*v1 = body != spec;
+	if (eq && (eq == body || (size_t)(eq - body) >= len))
+		return ts_err(err, -EINVAL, "`--pool %.80s`: want [v1:]N or [v1:]TEMPLATE=N", spec);
+	/* E2B's default template is `base`; a /v1 create without `image` has the host image */
+	snprintf(tpl, len, "%.*s", eq ? (int)(eq - body) : 4, eq ? body : *v1 ? "" : "base");
 	if (ts_parse_ull(num, &v) < 0 || v > TS_POOL_PER_TEMPLATE_MAX)
 		return ts_err(err, -EINVAL, "`--pool %.80s`: N is 0 to %d per template", spec,
 			      TS_POOL_PER_TEMPLATE_MAX);
 	/* never pulled for the pool: a template must be in the store when serve starts */
-	if (strcmp(tpl, "base") != 0 && (!ts_oci_name_valid(tpl) || !ts_oci_has(root, tpl)))
+	if (*tpl && strcmp(tpl, "base") != 0 && (!ts_oci_name_valid(tpl) || !ts_oci_has(root, tpl)))
 		return ts_err(err, -ENOENT,
 			      "`--pool %.80s`: no image `%.80s` in the store: `base` or a name "
 			      "of `toren-sandbox image ls`",
@@ -135,18 +140,21 @@ static int parse_specs(struct ts_pool *p, const char *const *specs, const char *
 	for (size_t i = 0; specs && specs[i]; i++) {
 		char tpl[256];
 		unsigned n = 0;
+		bool v1;
 		size_t k;
-		int r = parse_spec(specs[i], root, tpl, sizeof(tpl), &n, err);
+		int r = parse_spec(specs[i], root, tpl, sizeof(tpl), &v1, &n, err);
 
 		if (r < 0)
 			return r;
-		for (k = 0; k < p->n_tpl && strcmp(p->tpl[k].name, tpl); k++)
+		for (k = 0; k < p->n_tpl && (strcmp(p->tpl[k].name, tpl) || p->tpl[k].v1 != v1);
+		     k++)
 			;
 		if (k == p->n_tpl) {
 			if (p->n_tpl == ELEMENTSOF(p->tpl))
 				return ts_err(err, -EINVAL, "at most %d templates in `--pool`",
 					      TS_POOL_TOTAL_MAX);
-			snprintf(p->tpl[p->n_tpl++].name, sizeof(p->tpl[0].name), "%s", tpl);
+			snprintf(p->tpl[p->n_tpl].name, sizeof(p->tpl[0].name), "%s", tpl);
+			p->tpl[p->n_tpl++].v1 = v1;
 		}
 		p->tpl[k].target = n;
 	}
@@ -261,22 +269,26 @@ static void warm(struct ts_sb *sb)
 		ts_run_result_clear(&res);
 }
 
-static int start_member(struct ts_pool *p, struct ts_backend *be, const char *tpl, char *id,
-			size_t len, struct ts_error *err)
+static int start_member(struct ts_pool *p, struct ts_backend *be, const char *tpl, bool v1,
+			char *id, size_t len, struct ts_error *err)
 {
-	const struct ts_kv labels[] = { { TS_POOL_LABEL, tpl }, { TS_POOL_OWNER_LABEL, p->owner } };
-	/* what control.c's E2B create asks, less what a hand-out sets: no timeout while pooled
-	 * (a member never expires), its labels replaced when handed out */
-	struct ts_sb_create_opts o = { .template_id = tpl,
+	char label[300];
+	const struct ts_kv labels[] = { { TS_POOL_LABEL, label },
+					{ TS_POOL_OWNER_LABEL, p->owner } };
+	/* what control.c's E2B create (or v1.c's) asks, less what a hand-out sets: no timeout
+	 * while pooled (a member never expires), its labels replaced when handed out */
+	struct ts_sb_create_opts o = { .template_id = *tpl ? tpl : NULL,
 				       .timeout_ms = 0,
 				       .timeout_absolute = true,
-				       .with_root = true,
-				       .sudo = true,
+				       .with_root = !v1,
+				       .sudo = !v1,
 				       .metadata = labels,
 				       .n_metadata = ELEMENTSOF(labels) };
 	struct ts_sb *sb = NULL;
-	int r = ts_sb_create(be, &o, &sb, err);
+	int r;
 
+	snprintf(label, sizeof(label), "%s%s", v1 ? "v1:" : "", tpl);
+	r = ts_sb_create(be, &o, &sb, err);
 	if (r < 0)
 		return r;
 	warm(sb);
@@ -304,6 +316,7 @@ static void *pool_main(void *arg)
 		long long wait_ms;
 		struct pool_tpl *t = next_to_fill(p, mono_ms(), &wait_ms);
 		char id[POOL_ID_MAX], tpl[256];
+		bool v1;
 		int r;
 
 		if (!t) {
@@ -325,9 +338,10 @@ static void *pool_main(void *arg)
 		}
 		t->starting = true;
 		snprintf(tpl, sizeof(tpl), "%s", t->name);
+		v1 = t->v1;
 		pthread_mutex_unlock(&p->mu);
 		err = (struct ts_error){ 0 };
-		r = start_member(p, be, tpl, id, sizeof(id), &err);
+		r = start_member(p, be, tpl, v1, id, sizeof(id), &err);
 		pthread_mutex_lock(&p->mu);
 		t->starting = false;
 		if (r < 0) {
@@ -411,19 +425,28 @@ void ts_pool_free(struct ts_pool *p, struct ts_backend *be)
 
 /* --- the hand-out (on the loop) ------------------------------------------------------------ */
 
-/* Can a started member of E2B's build take these options? */
-static bool poolable(const struct ts_sb_create_opts *o)
+/*
+ * Can a started member take these options, and which kind (*v1: /v1's build, no root and
+ * no sudo; else E2B's, both)? envs can: the hand-out gives them to init (SETENV), if each
+ * has a value (a bare NAME copies the host's at a start) and a name a start would take
+ * (else the create's own start says what is wrong). A network is set up when the helper
+ * starts the sandbox (its namespace's interface, routes, nf_tables rules, the proxy): a
+ * member has none, and nothing adds one to a running sandbox, so those start their own.
+ */
+static bool poolable(const struct ts_sb_create_opts *o, bool *v1)
 {
-	/* envs: init takes the sandbox-wide variables when it starts and has no message to
-	 * change them after (runtime/), so a create with envs starts its own */
-	return o->n_envs == 0 && !o->name && !o->workspace && !o->policy_file && !o->user &&
-	       o->with_root && o->sudo && !o->protected_patterns && !o->memory_bytes && !o->pids &&
-	       o->cpus == 0 && o->owner_pid == 0 && !o->network && !o->net_allow &&
-	       o->timeout_ms >= 0;
+	for (size_t i = 0; i < o->n_envs; i++)
+		if (!o->envs[i].key || !o->envs[i].value ||
+		    !ts_policy_env_name_valid(o->envs[i].key, strlen(o->envs[i].key)))
+			return false;
+	*v1 = !o->with_root && !o->sudo;
+	return !o->name && !o->workspace && !o->policy_file && !o->user &&
+	       o->with_root == o->sudo && !o->protected_patterns && !o->memory_bytes && !o->pids &&
+	       o->cpus == 0 && o->owner_pid == 0 && !o->network && !o->net_allow;
 }
 
-/* Take the oldest ready member of tpl (mu taken here). */
-static bool take(struct ts_pool *p, const char *tpl, char *id, size_t len)
+/* Take the oldest ready member of tpl of that kind (mu taken here). */
+static bool take(struct ts_pool *p, const char *tpl, bool v1, char *id, size_t len)
 {
 	bool got = false;
 
@@ -431,7 +454,7 @@ static bool take(struct ts_pool *p, const char *tpl, char *id, size_t len)
 	for (size_t k = 0; k < p->n_tpl; k++) {
 		struct pool_tpl *t = &p->tpl[k];
 
-		if (strcmp(t->name, tpl) || t->n_ready == 0)
+		if (strcmp(t->name, tpl) || t->v1 != v1 || t->n_ready == 0)
 			continue;
 		snprintf(id, len, "%s", t->ready[0]);
 		memmove(t->ready[0], t->ready[1], (t->n_ready - 1) * sizeof(t->ready[0]));
@@ -449,15 +472,20 @@ static bool take(struct ts_pool *p, const char *tpl, char *id, size_t len)
 int ts_pool_claim(struct ts_pool *p, struct ts_backend *be, const struct ts_sb_create_opts *o,
 		  struct ts_sb **ret)
 {
-	const char *tpl = o->template_id && *o->template_id ? o->template_id : "base";
+	const char *tpl = o->template_id && *o->template_id ? o->template_id : NULL;
 	char id[POOL_ID_MAX];
+	bool v1 = false;
 
-	if (!p || !poolable(o))
+	if (!p || !poolable(o, &v1))
 		return -ENOENT;
+	/* E2B's create always names a template (`base` by default); /v1's without an image
+	 * has the host image, the pool's "" */
+	if (!tpl)
+		tpl = v1 ? "" : "base";
 	/* a member that cannot be handed out (its record gone, the store busy) is dropped and
 	 * the next one tried; at most as many as the pool can hold */
-	for (unsigned tries = 0; tries < TS_POOL_PER_TEMPLATE_MAX && take(p, tpl, id, sizeof(id));
-	     tries++) {
+	for (unsigned tries = 0;
+	     tries < TS_POOL_PER_TEMPLATE_MAX && take(p, tpl, v1, id, sizeof(id)); tries++) {
 		struct ts_error err = { 0 };
 		struct ts_sb *sb = NULL;
 
@@ -504,11 +532,12 @@ void ts_pool_status(void *ctx, struct ts_req *req)
 	for (size_t k = 0; p && arr && k < p->n_tpl; k++) {
 		const struct pool_tpl *t = &p->tpl[k];
 
-		json_array_append_new(arr,
-				      json_pack("{s:s, s:i, s:i, s:b, s:s?}", "template", t->name,
-						"target", (int)t->target, "ready", (int)t->n_ready,
-						"starting", t->starting, "last_error",
-						t->last_error[0] ? t->last_error : NULL));
+		json_array_append_new(arr, json_pack("{s:s?, s:s, s:i, s:i, s:b, s:s?}", "template",
+						     t->name[0] ? t->name : NULL, "api",
+						     t->v1 ? "v1" : "e2b", "target", (int)t->target,
+						     "ready", (int)t->n_ready, "starting",
+						     t->starting, "last_error",
+						     t->last_error[0] ? t->last_error : NULL));
 	}
 	j = json_pack("{s:o?, s:I, s:I, s:I}", "templates", arr, "claimed",
 		      (json_int_t)(p ? p->claimed : 0), "started", (json_int_t)(p ? p->started : 0),

@@ -2,17 +2,20 @@
 #pragma once
 
 /*
- * serve's warm pool (`serve --pool`): per template, a few sandboxes started ahead with
- * E2B's build (a root and sudo for `user`, no network, no limits, no envs), so that an E2B
- * create which asks nothing a started sandbox cannot take is answered by handing one out
- * (ts_sb_reissue: its labels, times and timeout become the create's) instead of starting
- * one. One refill thread with its own backend handle starts them, one at a time, never on
- * the loop; the loop only takes an id off a list under a mutex.
+ * serve's warm pool (`serve --pool`): per template, a few sandboxes started ahead, built as
+ * E2B's create builds them (a root and sudo for `user`, no network, no limits, no envs) or,
+ * with `v1:`, as a /v1 create does (neither), so that a create which asks nothing a started
+ * sandbox cannot take is answered by handing one out (ts_sb_reissue: its labels, times,
+ * timeout and envs become the create's) instead of starting one. One refill thread with
+ * its own backend handle starts them, one at a time, never on the loop; the loop only
+ * takes an id off a list under a mutex.
  *
- * A pool member carries two labels: TS_POOL_LABEL (its template) and TS_POOL_OWNER_LABEL
- * (serve's pid and start time). Lists never show members; they have no timeout while
- * pooled; serve's exit removes them, and the next serve on the same state root removes
- * the members of a serve that is gone (kill -9) before it fills its own pool.
+ * A pool member carries two labels: TS_POOL_LABEL (its template, "v1:" before it for the
+ * /v1 kind) and TS_POOL_OWNER_LABEL (serve's pid and start time). Lists never show
+ * members; they have no timeout while pooled; serve's exit removes them, and the next
+ * serve on the same state root removes the members of a serve that is gone (kill -9)
+ * before it fills its own pool. A member handed out is an ordinary sandbox from the one
+ * store update that replaces its labels: never a member again.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,11 +37,12 @@ struct ts_req;
 struct ts_pool;
 
 /*
- * Parse the `--pool` values (NULL-terminated; each "N" for `base` or "TEMPLATE=N", a later
- * one for the same template replacing it), check the bounds and that every template is
- * `base` or an image of the store under root, and start the refill thread (which first
- * removes a dead serve's members). Also with no values: the orphans go all the same.
- * 0, or -errno with err (-EINVAL: a bad value or bound).
+ * Parse the `--pool` values (NULL-terminated; each "[v1:]N" for `base` (E2B) or the host
+ * image (v1), or "[v1:]TEMPLATE=N", a later one for the same template and kind replacing
+ * it), check the bounds and that every template is `base` or an image of the store under
+ * root, and start the refill thread (which first removes a dead serve's members). Also
+ * with no values: the orphans go all the same. 0, or -errno with err (-EINVAL: a bad value
+ * or bound).
  */
 int ts_pool_new(const char *const *specs, const char *backend, const char *root, ts_be_note_fn warn,
 		void *userdata, struct ts_pool **ret, struct ts_error *err);
@@ -46,11 +50,12 @@ int ts_pool_new(const char *const *specs, const char *backend, const char *root,
 void ts_pool_free(struct ts_pool *p, struct ts_backend *be);
 
 /*
- * For a create with options o: when o asks only what a started sandbox can take (no envs,
- * network, limits, workspace, name, policy or user; E2B's root and sudo) and a member of
- * its template is ready, hand that one out with o's metadata and timeout. 0 and *ret (a
- * fresh handle), or -ENOENT: none fits or none is ready (create as usual; a member that
- * could not be handed out is removed).
+ * For a create with options o: when o asks only what a started sandbox can take (no
+ * network, limits, workspace, name, policy or user; envs only with values; E2B's root and
+ * sudo, or /v1's neither) and a member of its template and kind is ready, hand that one
+ * out with o's metadata, timeout and envs. 0 and *ret (a fresh handle), or -ENOENT: none
+ * fits or none is ready (create as usual; a member that could not be handed out is
+ * removed, never put back).
  */
 int ts_pool_claim(struct ts_pool *p, struct ts_backend *be, const struct ts_sb_create_opts *o,
 		  struct ts_sb **ret);

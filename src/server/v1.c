@@ -562,7 +562,9 @@ static void h_create(void *ctx, struct ts_req *req)
 	}
 	o.envs = envs;
 	o.metadata = md;
-	r = ts_sb_create(srv->be, &o, &sb, &err);
+	/* a started sandbox of the warm pool's /v1 kind when one fits (pool.h), else a new one */
+	r = ts_pool_claim(srv->pool, srv->be, &o, &sb) == 0 ? 0
+							    : ts_sb_create(srv->be, &o, &sb, &err);
 	if (r == 0)
 		r = ts_sb_info(sb, &info, &err);
 	if (r < 0) {

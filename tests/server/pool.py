@@ -8,8 +8,12 @@ the store's records, labelled); an E2B create takes a member (its id was a membe
 claimed count grows) and the pool refills to its target; the claimed sandbox has the
 create's metadata, its timeout counted from the create, created/started times of the
 create, and no process left from warming; a file one claimed sandbox wrote is not in the
-next; creates with envs (which a started init cannot take), a network, and /v1 creates
-(another user model) start their own; pool members are in no list and unknown by id;
+next; a create with envVars takes a member too, whose processes (CLI exec, /v1 commands,
+after a restart) see them, a process's own envs over them, HOME among them over the
+user's, and the next member none of them; a /v1 create takes a member of the `v1:` kind
+(no root, no sudo, its envs); a network create and a /v1 create with no member of its kind
+start their own; a claimed sandbox runs the same processes and changed the same files as
+a fresh one; pool members are in no list and unknown by id;
 the pool's label keys are refused in a create; serve's exit removes the members; after
 kill -9 of serve the next serve removes the orphans. The sandbox side is checked through
 the CLI on the same state root. TAP on stdout.
@@ -40,6 +44,12 @@ def t(cond, desc):
     if not cond:
         failed += 1
     return cond
+
+
+def skip(desc, why):
+    global n
+    n += 1
+    print(f"ok {n} - {desc} # SKIP {why}", flush=True)
 
 
 def diag(text):
@@ -104,15 +114,15 @@ def pool(api):
     return j if st == 200 and isinstance(j, dict) else {}
 
 
-def ready(api, tpl="base"):
+def ready(api, tpl="base", kind="e2b"):
     for e in pool(api).get("templates", []):
-        if e.get("template") == tpl:
+        if e.get("template") == tpl and e.get("api", "e2b") == kind:
             return e.get("ready", 0)
     return 0
 
 
-def members():
-    """ids of the store's records that carry the pool's label"""
+def members(kind=None):
+    """ids of the store's records that carry the pool's label (kind "e2b": without `v1:`)"""
     r = ts("ls", "--json")
     try:
         recs = json.loads(r.stdout or "[]")
@@ -121,7 +131,8 @@ def members():
     out = []
     for rec in recs:
         labels = rec.get("labels") or {}
-        if isinstance(labels, dict) and POOL_LABEL in labels:
+        if isinstance(labels, dict) and POOL_LABEL in labels and (
+                kind != "e2b" or not labels[POOL_LABEL].startswith("v1:")):
             out.append(rec["id"])
     return out
 
@@ -153,8 +164,14 @@ def create(api, body, path="/v2/sandboxes"):
     return st, j, sid
 
 
-def sh(sid, script):
-    return ts("exec", sid, "--", "sh", "-c", script)
+def sh(sid, script, *opts):
+    return ts("exec", *opts, sid, "--", "sh", "-c", script)
+
+
+def v1_run(api, sid, body):
+    """POST /v1/sandboxes/ID/commands: (status, stdout)"""
+    st, j = request(api, "POST", f"/v1/sandboxes/{sid}/commands", body)
+    return st, (j or {}).get("stdout", "") if isinstance(j, dict) else ""
 
 
 def comms(sid):
@@ -189,7 +206,7 @@ for bad, why in (("33", "past 32 per template"), ("base=x", "not a number"),
 p, got = start_serve(*sum((["--pool", f"t{i}=1"] for i in range(65)), []))
 t(p is None, "65 --pool values refused")
 
-serve, api = start_serve("--pool", "2")
+serve, api = start_serve("--pool", "2", "--pool", "v1:1")
 if not serve:
     if os.environ.get("TS_TESTS_MUST_WORK") == "1":
         print(f"1..{n + 1}\nnot ok {n + 1} - serve --pool 2 did not start: {api}")
@@ -198,16 +215,19 @@ if not serve:
     sys.exit(1 if failed else 0)
 
 try:
-    filled = wait(lambda: ready(api) == 2, 90)
+    filled = wait(lambda: ready(api) == 2 and ready(api, None, "v1") == 1, 90)
     if not filled:
         diag(json.dumps(pool(api)))
         if os.environ.get("TS_TESTS_MUST_WORK") != "1" and pool(api).get("templates", [{}])[0].get("last_error"):
             print(f"1..{n + 1}\nok {n + 1} - the pool fills # SKIP sandboxes cannot start here: "
                   + pool(api)["templates"][0]["last_error"][:150])
             sys.exit(1 if failed else 0)
-    t(filled, f"serve --pool 2: two members ready ({json.dumps(pool(api))[:200]})")
+    t(filled, f"serve --pool 2 --pool v1:1: two E2B members and one /v1 member ready ({json.dumps(pool(api))[:300]})")
     m0 = members()
-    t(len(m0) == 2, f"... two records in the store carry `{POOL_LABEL}` ({m0})")
+    t(len(m0) == 3, f"... three records in the store carry `{POOL_LABEL}` ({m0})")
+    vm = [i for i in m0 if (json.loads(ts("inspect", i).stdout or "{}").get("labels") or {}).get(POOL_LABEL) == "v1:"]
+    t(len(vm) == 1, f"... one of them labelled `v1:` ({vm})")
+    m0 = [i for i in m0 if i not in vm]
 
     # --- not listed, not known by id --------------------------------------------------------
     st, j = request(api, "GET", "/v2/sandboxes")
@@ -228,7 +248,7 @@ try:
     st, _ = request(api, "DELETE", "/v1/sandboxes/" + m0[0]) if m0 else (0, None)
     t(st == 404, f"DELETE /v1/sandboxes/MEMBER: 404 ({st})")
     st, _ = request(api, "DELETE", "/v1/sandboxes/" + m0[0][:6]) if m0 else (0, None)
-    t(st == 404 and sorted(members()) == sorted(m0), f"DELETE /v1/sandboxes/PREFIX-OF-MEMBER: 404, nothing removed ({st})")
+    t(st == 404 and sorted(members()) == sorted(m0 + vm), f"DELETE /v1/sandboxes/PREFIX-OF-MEMBER: 404, nothing removed ({st})")
 
     # --- a claim ------------------------------------------------------------------------------
     before = pool(api).get("claimed", 0)
@@ -265,16 +285,44 @@ try:
     r = sh(b, "ls /tmp/leak /home/user/leak 2>&1; echo rc=$?")
     t("rc=0" not in r.stdout, f"... which has none of the first one's files ({r.stdout.strip()[:120]})")
     names_b = comms(b)
-    st, j, f = create(api, {"templateID": "base", "envVars": {"POOLTEST": "seen"}})
-    t(st == 201 and f not in m1 and f not in members(),
-      f"a create with envVars starts its own sandbox ({f} not in {m1})")
-    r = sh(f, "echo v=$POOLTEST")
-    t("v=seen" in r.stdout, f"... whose commands see the env ({r.stdout.strip()})")
-    names_f = comms(f)
-    t(names_b == names_f, f"a claimed sandbox runs the same processes as a fresh one ({names_b} / {names_f})")
-    fb, ff = changed(b), changed(f)
-    t(fb is not None and fb == ff,
-      f"no file was changed by warming: its upper layer and workspace hold what a fresh one's do ({fb} / {ff})")
+    fb = changed(b)
+
+    # --- envVars from the pool -----------------------------------------------------------------
+    t(wait(lambda: ready(api) == 2, 90), "the pool is full again")
+    m1 = members()
+    before = pool(api).get("claimed", 0)
+    st, j, f = create(api, {"templateID": "base",
+                            "envVars": {"POOLTEST": "seen", "POOLTWO": "a b=c", "HOME": "/tmp"}})
+    t(st == 201 and f in m1 and pool(api).get("claimed", 0) == before + 1,
+      f"a create with envVars takes a member ({st}, {f} in {m1})")
+    r = sh(f, "echo v=$POOLTEST w=$POOLTWO h=$HOME")
+    t("v=seen w=a b=c h=/tmp" in r.stdout,
+      f"... whose commands see them, HOME over the user's (CLI exec: {r.stdout.strip()} {r.stderr.strip()[:100]})")
+    r = sh(f, "echo v=$POOLTEST", "-e", "POOLTEST=mine")
+    t("v=mine" in r.stdout, f"... a command's own env over them (CLI exec -e: {r.stdout.strip()})")
+    st, out = v1_run(api, f, {"cmd": "echo v=$POOLTEST h=$HOME"})
+    t(st == 200 and "v=seen h=/tmp" in out, f"... /v1 commands see them ({st}, {out.strip()})")
+    st, out = v1_run(api, f, {"cmd": "echo v=$POOLTEST h=$HOME", "user": "root"})
+    if st == 403 and os.environ.get("TS_MODE") == "userns":
+        skip("... as root too", "no root ids for a sandbox under unshare -r")
+    else:
+        t(st == 200 and "v=seen h=/tmp" in out, f"... as root too ({st}, {out.strip()})")
+    st, out = v1_run(api, f, {"cmd": "echo v=$POOLTEST", "envs": {"POOLTEST": "over"}})
+    t(st == 200 and "v=over" in out, f"... and a /v1 command's envs win ({st}, {out.strip()})")
+    insp = json.loads(ts("inspect", f).stdout or "{}")
+    t(insp.get("labels") == {}, f"... its record has no pool label ({insp.get('labels')})")
+    r = ts("restart", f)
+    r2 = sh(f, "echo v=$POOLTEST h=$HOME")
+    t(r.returncode == 0 and "v=seen h=/tmp" in r2.stdout,
+      f"... and keeps them across a restart (recorded as a create's: {r.stderr.strip()[:100]} {r2.stdout.strip()})")
+    m2 = members()
+    st, j, g = create(api, {"templateID": "base"})
+    r = sh(g, "echo v=${POOLTEST-unset} h=$HOME")
+    t(st == 201 and g in m2 and "v=unset h=/home/user" in r.stdout,
+      f"the next member has none of them ({g} in {m2}: {r.stdout.strip()})")
+    st, j, h = create(api, {"templateID": "base", "envVars": {"1BAD": "x"}})
+    t(pool(api).get("claimed", 0) == before + 2,
+      f"a create with an env name a start refuses does not take a member ({st})")
 
     # --- creates that bypass the pool ----------------------------------------------------------
     t(wait(lambda: ready(api) == 2, 90), "the pool is full again")
@@ -283,9 +331,25 @@ try:
     st, j, x = create(api, {"templateID": "base", "network": {}})
     t(pool(api).get("claimed", 0) == before and x not in m2,
       f"a create with `network` does not take a member ({st}, {x})")
-    st, j, v = create(api, {}, "/v1/sandboxes")
-    t(st == 201 and v not in m2 and pool(api).get("claimed", 0) == before,
-      f"a /v1 create (no root, no sudo) does not take a member ({st}, {v})")
+    st, j, v0 = create(api, {"image": "base"}, "/v1/sandboxes")
+    t(st == 201 and v0 not in m2 and pool(api).get("claimed", 0) == before,
+      f"a /v1 create of an image without a /v1 member does not take a member ({st}, {v0})")
+    root0 = v1_run(api, v0, {"cmd": "id -u", "user": "root"})[0]
+    sudo0 = "rc=0" in sh(v0, "sudo -n true 2>&1; echo rc=$?").stdout
+    st, j, v = create(api, {"envs": {"POOLV1": "one"}, "metadata": {"who": "v1"}}, "/v1/sandboxes")
+    t(st == 201 and v in vm and pool(api).get("claimed", 0) == before + 1,
+      f"a /v1 create takes the /v1 member ({st}, {v} in {vm})")
+    t((j or {}).get("metadata") == {"who": "v1"} and (j or {}).get("timeout_absolute") is False
+      and abs((j or {}).get("timeout_ms", 0) - 1800000) <= 1000,
+      f"... with its metadata and /v1's default idle timeout ({json.dumps(j)[:200]})")
+    st, out = v1_run(api, v, {"cmd": "echo v=$POOLV1; id -u"})
+    t(st == 200 and "v=one" in out and "1000" in out, f"... its command sees its envs, as the user ({st}, {out.strip()})")
+    st, out = v1_run(api, v, {"cmd": "id -u", "user": "root"})
+    r = sh(v, "sudo -n true 2>&1; echo rc=$?")
+    t(st == root0 and ("rc=0" in r.stdout) == sudo0 and not sudo0,
+      f"... and no sudo, and root as a fresh /v1 sandbox has it ({st} / {root0} {out.strip()[:60]}; {r.stdout.strip()[:80]})")
+    t(wait(lambda: ready(api, None, "v1") == 1, 90), "the /v1 kind refills")
+    before += 1
     for key in (POOL_LABEL, "toren-sandbox.pool-owner"):
         st, j, y = create(api, {"templateID": "base", "metadata": {key: "x"}})
         t(st == 400 and pool(api).get("claimed", 0) == before, f"metadata key `{key}` refused: 400 ({st})")
@@ -294,7 +358,7 @@ try:
 
     # --- a member whose init died is not handed out -----------------------------------------
     t(wait(lambda: ready(api) == 2, 90), "the pool is full again")
-    dead = members()
+    dead = members("e2b")
     r = ts("stop", *dead) if dead else None
     t(r is not None and r.returncode == 0, f"both members stopped behind serve's back ({dead})")
     st, j, d = create(api, {"templateID": "base"})
@@ -309,7 +373,7 @@ try:
     serves.remove(serve)
     left = members()
     t(left == [], f"serve's exit removes the members ({left})")
-    t(all(i in [r["id"] for r in json.loads(ts("ls", "--json").stdout or "[]")] for i in (b, f)),
+    t(all(i in [r["id"] for r in json.loads(ts("ls", "--json").stdout or "[]")] for i in (b, f, v)),
       "... and keeps the sandboxes it handed out")
 
     # --- kill -9, then a new serve -------------------------------------------------------------
@@ -325,6 +389,15 @@ try:
     t(serve is not None and wait(lambda: members() == [], 60),
       f"the next serve (no --pool) removes them ({members()})")
     t(pool(api).get("orphans_removed") == 2, f"... and counts them ({pool(api)})")
+
+    # --- a claimed sandbox is what a fresh one is -----------------------------------------------
+    st, j, e = create(api, {"templateID": "base", "metadata": {"who": "second"}})
+    names_e = comms(e)
+    t(st == 201 and names_b == names_e,
+      f"a claimed sandbox runs the same processes as a fresh one ({names_b} / {names_e})")
+    fe = changed(e)
+    t(fb is not None and fb == fe,
+      f"no file was changed by warming: its upper layer and workspace hold what a fresh one's do ({fb} / {fe})")
 finally:
     for p in list(serves):
         stop_serve(p)
