@@ -168,6 +168,39 @@ def sh(sid, script, *opts):
     return ts("exec", *opts, sid, "--", "sh", "-c", script)
 
 
+def ctl_call(sid, msgs):
+    """send control-protocol messages (type, [(tag, value)]) to the sandbox's init on one
+    connection, each answered before the next: [(type, {tag: value})] (ctl.h)"""
+    import socket
+    import struct
+    path = os.path.join(os.environ.get("TOREN_SANDBOX_ROOT", ""), sid, "run", "control.sock")
+    out = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as so:
+        so.settimeout(10)
+        so.connect(path)
+        for rid, (typ, fields) in enumerate(msgs, 1):
+            pay = b""
+            for tag, v in fields:
+                v = struct.pack("<Q", v) if isinstance(v, int) else v.encode()
+                pay += struct.pack("<HI", tag, len(v)) + v
+            so.sendall(struct.pack("<IHHI", len(pay), typ, 0, rid) + pay)
+            buf = b""
+            while len(buf) < 12 or len(buf) < 12 + struct.unpack_from("<I", buf)[0]:
+                chunk = so.recv(65536)
+                if not chunk:
+                    return out
+                buf += chunk
+            ln, rtyp = struct.unpack_from("<IH", buf)
+            got, pos = {}, 12
+            while pos < 12 + ln:
+                tag, tl = struct.unpack_from("<HI", buf, pos)
+                v = buf[pos + 6:pos + 6 + tl]
+                got[tag] = struct.unpack("<Q", v)[0] if tl == 8 and tag in (1, 10) else v
+                pos += 6 + tl
+            out.append((rtyp, got))
+    return out
+
+
 def v1_run(api, sid, body):
     """POST /v1/sandboxes/ID/commands: (status, stdout)"""
     st, j = request(api, "POST", f"/v1/sandboxes/{sid}/commands", body)
@@ -320,6 +353,29 @@ try:
     r = sh(g, "echo v=${POOLTEST-unset} h=$HOME")
     t(st == 201 and g in m2 and "v=unset h=/home/user" in r.stdout,
       f"the next member has none of them ({g} in {m2}: {r.stdout.strip()})")
+    # the control protocol's v4 (ctl.h): HELLO's versions, SETENV all or nothing
+    HELLO, ERROR, OK, SETENV, T_VERSION, T_ENV, T_CODE, T_VMAX = 1, 3, 2, 26, 1, 4, 10, 40
+    try:
+        a3 = ctl_call(g, [(HELLO, [(T_VERSION, 3)])])
+        a4 = ctl_call(g, [(HELLO, [(T_VERSION, 3), (T_VMAX, 4)])])
+        a9 = ctl_call(g, [(HELLO, [(T_VERSION, 5), (T_VMAX, 9)])])
+        a2 = ctl_call(g, [(HELLO, [(T_VERSION, 2)])])
+        se = ctl_call(g, [(HELLO, [(T_VERSION, 3), (T_VMAX, 4)]),
+                          (SETENV, [(T_ENV, "CTLOK=x"), (T_ENV, "1BAD=y")]),
+                          (SETENV, [(T_ENV, "NOEQUALS")])])
+    except OSError as ex:
+        a3 = a4 = a9 = a2 = se = [("error", str(ex))]
+    t(a3[:1] == [(HELLO, a3[0][1])] and a3[0][1].get(T_VERSION) == 3,
+      f"init answers a v3 client's HELLO with version 3 ({a3})")
+    t(a4 and a4[0][0] == HELLO and a4[0][1].get(T_VERSION) == 4,
+      f"... and a client of versions 3 to 4 with 4 ({a4})")
+    t(a9 and a9[0][0] == ERROR and a2 and a2[0][0] == ERROR,
+      f"... and refuses versions 5-9 and 2 ({a9}, {a2})")
+    t(len(se) == 3 and se[1][0] == ERROR and se[1][1].get(T_CODE) == 22 and se[2][0] == ERROR,
+      f"SETENV with a bad entry (a bad name, no `=`) is ERROR EINVAL ({se})")
+    r = sh(g, "echo c=${CTLOK-unset}")
+    t("c=unset" in r.stdout, f"... and sets none of the good ones ({r.stdout.strip()})")
+
     st, j, h = create(api, {"templateID": "base", "envVars": {"1BAD": "x"}})
     t(pool(api).get("claimed", 0) == before + 2,
       f"a create with an env name a start refuses does not take a member ({st})")
