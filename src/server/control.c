@@ -601,7 +601,7 @@ static bool allow_out_names(struct ts_req *req, json_t *net, const char **names,
 	return true;
 }
 
-int ts_control_record(struct ts_srv *srv, struct ts_sb *sb, const char *template_id,
+int ts_control_record(struct ts_srv *srv, struct ts_sb *sb, bool own, const char *template_id,
 		      const char *text, bool auto_pause, json_t **ret, struct ts_error *err)
 {
 	struct ts_meta_sb m = { 0 };
@@ -626,12 +626,30 @@ int ts_control_record(struct ts_srv *srv, struct ts_sb *sb, const char *template
 		ts_sb_close(sb);
 		return -EPROTO;
 	}
-	ts_sb_close(sb);
-	r = ts_srv_sandbox(srv, m.id, &e, err);
-	if (r == 0)
-		r = ts_sb_info(e->sb, &info, err);
-	if (r < 0)
+	if (!own) {
+		/* a handle of another thread's backend never goes into the cache */
+		ts_sb_close(sb);
+		r = ts_srv_sandbox(srv, m.id, &e, err);
+		if (r == 0)
+			r = ts_sb_info(e->sb, &info, err);
+		if (r < 0)
+			return r;
+		*ret = sandbox_json(e, &info);
+		ts_sb_info_clear(&info);
+		return 0;
+	}
+	/* the reply's state and the cache entry from one look at the sandbox, through the
+	 * handle the create gave (no second lookup, no read of the record just written) */
+	r = ts_sb_info(sb, &info, err);
+	if (r < 0) {
+		ts_sb_close(sb);
 		return r;
+	}
+	r = ts_srv_adopt(srv, sb, &m, &info, &e, err);
+	if (r < 0) {
+		ts_sb_info_clear(&info);
+		return r;
+	}
 	*ret = sandbox_json(e, &info);
 	ts_sb_info_clear(&info);
 	return 0;
@@ -645,7 +663,8 @@ int ts_control_create(struct ts_srv *srv, const struct ts_sb_create_opts *o, con
 	int r = ts_pool_claim(srv->pool, srv->be, o, &sb) == 0 ? 0
 							       : ts_sb_create(srv->be, o, &sb, err);
 
-	return r < 0 ? r : ts_control_record(srv, sb, o->template_id, text, auto_pause, ret, err);
+	return r < 0 ? r
+		     : ts_control_record(srv, sb, true, o->template_id, text, auto_pause, ret, err);
 }
 
 static void handle_create(void *ctx, struct ts_req *req)

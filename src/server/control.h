@@ -41,9 +41,10 @@ int ts_control_auth(struct ts_srv *srv, struct ts_req *req);
 struct ts_srv_sb *ts_control_find(struct ts_srv *srv, struct ts_req *req, const char *id);
 int ts_control_create(struct ts_srv *srv, const struct ts_sb_create_opts *o, const char *text,
 		      bool auto_pause, json_t **ret, struct ts_error *err);
-/* The record half of ts_control_create, for a sandbox made elsewhere (a thread's backend
- * handle, snapshots.c): sb is closed (and removed when it cannot be recorded). */
-int ts_control_record(struct ts_srv *srv, struct ts_sb *sb, const char *template_id,
+/* The record half of ts_control_create, also for a sandbox made elsewhere (a thread's
+ * backend handle, snapshots.c: own false): sb is taken (own: into the cache entry, else
+ * closed; removed when it cannot be recorded). */
+int ts_control_record(struct ts_srv *srv, struct ts_sb *sb, bool own, const char *template_id,
 		      const char *text, bool auto_pause, json_t **ret, struct ts_error *err);
 
 /* Is the entry past its deadline, to be killed? Not an autoPause one (it is paused), nor

@@ -115,6 +115,39 @@ int ts_srv_sandbox(struct ts_srv *srv, const char *id, struct ts_srv_sb **ret, s
 	return 0;
 }
 
+int ts_srv_adopt(struct ts_srv *srv, struct ts_sb *sb, const struct ts_meta_sb *m,
+		 const struct ts_sb_info *info, struct ts_srv_sb **ret, struct ts_error *err)
+{
+	struct ts_srv_sb *e = calloc(1, sizeof(*e));
+
+	if (e && m && m->create_body && !(e->meta.create_body = strdup(m->create_body))) {
+		free(e);
+		e = NULL;
+	}
+	if (!e) {
+		ts_sb_close(sb);
+		return ts_err(err, -ENOMEM, "sandbox entry");
+	}
+	snprintf(e->id, sizeof(e->id), "%s", ts_sb_id(sb));
+	/* an entry left from before (a stale one of the same id) is nobody's now */
+	ts_srv_forget(srv, e->id);
+	e->refs = 1;
+	e->sb = sb;
+	e->end_at = info->end_at_ms;
+	if (m) {
+		char *body = e->meta.create_body;
+
+		e->meta = *m;
+		e->meta.create_body = body;
+		e->has_meta = true;
+	}
+	e->running = info->state == TS_SB_RUNNING && !(e->has_meta && e->meta.paused);
+	e->next = srv->sbs;
+	srv->sbs = e;
+	*ret = e;
+	return 0;
+}
+
 void ts_srv_forget(struct ts_srv *srv, const char *id)
 {
 	for (struct ts_srv_sb **pe = &srv->sbs; *pe; pe = &(*pe)->next) {

@@ -90,6 +90,13 @@ struct ts_srv_sb {
  * it (the exact id: no name or prefix matching). Never starts or resumes anything. */
 int ts_srv_sandbox(struct ts_srv *srv, const char *id, struct ts_srv_sb **ret,
 		   struct ts_error *err);
+/*
+ * The entry of a sandbox just created (or handed out) through sb, whose handle it takes
+ * (also on failure), with m (may be NULL) as its serve.db record and info as its state:
+ * what ts_srv_sandbox would read back, without reading it back.
+ */
+int ts_srv_adopt(struct ts_srv *srv, struct ts_sb *sb, const struct ts_meta_sb *m,
+		 const struct ts_sb_info *info, struct ts_srv_sb **ret, struct ts_error *err);
 /* Re-read an entry's state from the backend and meta (-ENOENT: it is gone and forgotten). */
 int ts_srv_refresh(struct ts_srv *srv, struct ts_srv_sb *e, struct ts_error *err);
 /* Drop the entry from the cache (after a kill); streams holding a reference keep its

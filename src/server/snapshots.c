@@ -146,7 +146,7 @@ static int record(struct job *j, size_t i, const char *text, bool auto_pause, js
 		return j->made_r[i];
 	}
 	j->made[i] = NULL;
-	return ts_control_record(j->srv, sb, j->fork ? j->info.id : j->o.template_id, text,
+	return ts_control_record(j->srv, sb, false, j->fork ? j->info.id : j->o.template_id, text,
 				 auto_pause, ret, err);
 }
 

@@ -2,8 +2,9 @@
 // serve's warm pool through the SDK (meson starts serve with TS_SERVE_ARGS=--pool 2):
 // Sandbox.create() is answered from the pool (GET /v1/pool counts the claim, and the pool
 // refills), the sandbox has the create's metadata and timeout and runs commands, a file
-// one claimed sandbox wrote is not in the next, a create with envs starts its own (and
-// its commands see them), and Sandbox.list() shows no pool member.
+// one claimed sandbox wrote is not in the next, a create with envs takes a member too
+// (commands.run as user and root, background, pty see them; a process's own envs win; the
+// next member has none), and Sandbox.list() shows no pool member.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox } from 'e2b'
@@ -49,13 +50,30 @@ test('nothing of one claimed sandbox is in the next', T, async (t) => {
   assert.equal(await b.files.exists('/tmp/leak'), false)
 })
 
-test('a create with envs starts its own sandbox; list shows no member', T, async (t) => {
+test('a create with envs takes a member; its processes see them, and the next member none', T, async (t) => {
   await waitFor('2 ready members', async () => (await ready()) === 2, 90_000)
   const before = (await pool()).claimed
   const tag = uniq('pool-envs')
-  const sbx = await sandbox(t, { metadata: { suite: tag }, envs: { POOLED: 'no' }, timeoutMs: 120_000 })
-  assert.equal((await pool()).claimed, before, 'a create with envs did not take a member')
-  assert.equal((await sbx.commands.run('echo $POOLED')).stdout, 'no\n')
+  const sbx = await sandbox(t, { metadata: { suite: tag }, envs: { POOLED: 'yes', HOME: '/tmp' }, timeoutMs: 120_000 })
+  assert.equal((await pool()).claimed, before + 1, 'a create with envs was answered from the pool')
+  assert.equal((await sbx.commands.run('echo $POOLED $HOME')).stdout, 'yes /tmp\n', 'commands.run sees them, HOME over the user\'s')
+  assert.equal((await sbx.commands.run('echo $POOLED $HOME', { user: 'root' })).stdout, 'yes /tmp\n', 'as root too')
+  assert.equal((await sbx.commands.run('echo $POOLED', { envs: { POOLED: 'mine' } })).stdout, 'mine\n', 'a process\'s own envs win')
+  const bg = await sbx.commands.run('echo bg=$POOLED', { background: true })
+  assert.equal((await bg.wait()).stdout, 'bg=yes\n', 'a background process sees them')
+  const pty = await sbx.pty.create({ cols: 80, rows: 24, onData: () => {} })
+  await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('echo pty=$POOLED > /tmp/pty-env; exit\n'))
+  await pty.wait().catch(() => {})
+  assert.equal(await sbx.files.read('/tmp/pty-env'), 'pty=yes\n', 'a pty sees them')
+  const next = await sandbox(t, { timeoutMs: 120_000 })
+  assert.equal((await pool()).claimed, before + 2, 'the next create was answered from the pool')
+  assert.equal((await next.commands.run('echo ${POOLED-unset} $HOME')).stdout, 'unset /home/user\n', 'the next member has none of them')
+})
+
+test('list shows no member', T, async (t) => {
+  await waitFor('2 ready members', async () => (await ready()) === 2, 90_000)
+  const tag = uniq('pool-list')
+  const sbx = await sandbox(t, { metadata: { suite: tag }, timeoutMs: 120_000 })
   const p = Sandbox.list()
   const ids = []
   while (p.hasNext) for (const s of await p.nextItems()) ids.push(s.sandboxId)
