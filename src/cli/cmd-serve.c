@@ -38,8 +38,9 @@ static void usage(FILE *f)
 	      "  --pull REGISTRY     a create may pull its template from REGISTRY (host[:port],\n"
 	      "                      repeatable; `*`: any registry not on a loopback or\n"
 	      "                      private address); without: serve pulls nothing\n"
-	      "  --pool [TEMPLATE=]N keep N sandboxes of TEMPLATE (default base) started for\n"
-	      "                      E2B creates (repeatable; N <= 32 each, 64 in all)\n"
+	      "  --pool [v1:][TEMPLATE=]N keep N sandboxes of TEMPLATE (default base) started\n"
+	      "                      for E2B creates (v1: for /v1 creates; repeatable; N <= 32\n"
+	      "                      each, 64 in all)\n"
 	      "  --quiet             print nothing when listening\n"
 	      "  -h, --help          show this help\n"
 	      "ADDR is HOST:PORT, [IPv6]:PORT or unix:PATH; port 0 picks a free one.\n",
