@@ -75,7 +75,17 @@ static int parse_args(int argc, char **argv, struct ts_helper_ctx *ctx, struct t
 			r = parse_u64(a, argv[++i], &c->bytes, err);
 		else if (!strcmp(a, "--used-entries"))
 			r = parse_u64(a, argv[++i], &c->entries, err);
-		else if (!strcmp(a, "--uid-map") || !strcmp(a, "--gid-map")) {
+		else if (!strcmp(a, "--owner")) {
+			i++;
+			if (sscanf(argv[i], "%llu:%llu%c", &in, &out, &tail) != 2 ||
+			    in > 0xfffffffeULL || out > 0xfffffffeULL)
+				return ts_err(err, -EINVAL, "bad owner `%s`: want `UID:GID`",
+					      argv[i]);
+			c->set_owner = true;
+			c->owner_uid = (uint32_t)in;
+			c->owner_gid = (uint32_t)out;
+			r = 0;
+		} else if (!strcmp(a, "--uid-map") || !strcmp(a, "--gid-map")) {
 			struct ts_idmap_line *l = a[2] == 'u' ? ctx->uid_map : ctx->gid_map;
 			size_t *n = a[2] == 'u' ? &ctx->n_uid_map : &ctx->n_gid_map;
 
@@ -101,6 +111,13 @@ static int parse_args(int argc, char **argv, struct ts_helper_ctx *ctx, struct t
 	if (!ts_helper_id_mapped(ctx->uid_map, ctx->n_uid_map, 0) ||
 	    !ts_helper_id_mapped(ctx->gid_map, ctx->n_gid_map, 0))
 		return ts_err(err, -EINVAL, "--copy-tree: the maps need id 0 inside");
+	/* ids of the namespace: an owner outside the maps is no id the copier may give */
+	if (c->set_owner && (!ts_helper_id_mapped(ctx->uid_map, ctx->n_uid_map, c->owner_uid) ||
+			     !ts_helper_id_mapped(ctx->gid_map, ctx->n_gid_map, c->owner_gid)))
+		return ts_err(err, -EINVAL, "--copy-tree: --owner %u:%u is not mapped by the maps",
+			      (unsigned)c->owner_uid, (unsigned)c->owner_gid);
+	if (c->set_owner && *remove)
+		return ts_err(err, -EINVAL, "--copy-tree: --owner and --remove exclude each other");
 	return 0;
 }
 

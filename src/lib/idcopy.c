@@ -58,6 +58,10 @@ static int build_argv(struct ts_strv *a, const char *helper, const struct ts_idm
 	}
 	if (p->newidmap)
 		r |= ts_strv_push(a, "--newidmap");
+	if (c->set_owner) {
+		r |= ts_strv_push(a, "--owner");
+		r |= ts_strv_pushf(a, "%u:%u", (unsigned)c->owner_uid, (unsigned)c->owner_gid);
+	}
 	return r < 0 ? -ENOMEM : 0;
 }
 
@@ -145,25 +149,76 @@ static int run_helper(const char *helper, const struct ts_idmap_plan *p, int src
 	return ts_err(err, -r, "%s", msg[0] ? msg : "the helper failed without a message");
 }
 
-int ts_idcopy_tree(const char *helper, const char *spec, int src_fd, int dst_fd,
-		   struct ts_treecopy *c, struct ts_error *err)
+/* The plan of the sandbox of this recorded spec. */
+static int plan_of(const char *spec, struct ts_idmap_plan *plan, struct ts_error *err)
 {
-	struct ts_idmap_plan plan;
 	json_t *j = json_loads(spec ? spec : "{}", 0, NULL);
 	bool want_root;
-	int r;
 
 	if (!j)
 		return ts_err(err, -EINVAL, "bad recorded spec");
 	want_root = want_root_of(j);
 	json_decref(j);
-	r = ts_idmap_plan(&plan, want_root, err);
+	return ts_idmap_plan(plan, want_root, err);
+}
+
+/* The id inside that a line of the plan gives host id outside; false when none does. */
+static bool inside_of(const struct ts_idmap_line_plan *l, size_t n, unsigned long outside,
+		      uint32_t *ret)
+{
+	for (size_t i = 0; i < n; i++)
+		if (l[i].outside <= outside && outside - l[i].outside < l[i].count) {
+			*ret = (uint32_t)(l[i].inside + (outside - l[i].outside));
+			return true;
+		}
+	return false;
+}
+
+bool ts_idcopy_subids(const char *spec)
+{
+	struct ts_idmap_plan plan;
+
+	return plan_of(spec, &plan, NULL) == 0 && !strcmp(plan.mode, "subid");
+}
+
+int ts_idcopy_tree(const char *helper, const char *spec, int src_fd, int dst_fd,
+		   struct ts_treecopy *c, struct ts_error *err)
+{
+	struct ts_idmap_plan plan;
+	int r = plan_of(spec, &plan, err);
+
 	if (r < 0)
 		return r;
 	/* `single` and `root-range`: every id of the sandbox is one the caller owns or may
 	 * chown, so the fast path in this process */
 	if (strcmp(plan.mode, "subid") != 0)
 		return ts_treecopy(src_fd, dst_fd, c, err);
+	return run_helper(helper, &plan, src_fd, dst_fd, c, err);
+}
+
+int ts_idcopy_restore(const char *helper, bool src_subids, const char *dst_spec, int src_fd,
+		      int dst_fd, struct ts_treecopy *c, struct ts_error *err)
+{
+	struct ts_idmap_plan plan;
+	int r = plan_of(dst_spec, &plan, err);
+
+	if (r < 0)
+		return r;
+	/* a destination with subordinate ids (or the caller's alone) keeps every owner */
+	if (!strcmp(plan.mode, "subid") || !src_subids)
+		return ts_idcopy_tree(helper, dst_spec, src_fd, dst_fd, c, err);
+	/* One id: the source's files of subordinate ids are readable only as root of their
+	 * mapping (the caller's whole range covers every sandbox's, as for a removal), and
+	 * their owners have no id in the destination. Each copy becomes the id the caller
+	 * is in that mapping: the caller's own on the host, the sandbox's user inside. */
+	if ((r = ts_idmap_plan(&plan, true, err)) < 0)
+		return r;
+	if (strcmp(plan.mode, "subid") != 0)
+		return ts_treecopy(src_fd, dst_fd, c, err);
+	if (!inside_of(plan.uid, plan.n_uid, plan.user_uid, &c->owner_uid) ||
+	    !inside_of(plan.gid, plan.n_gid, plan.user_gid, &c->owner_gid))
+		return ts_err(err, -EINVAL, "the subordinate id mapping does not map your own ids");
+	c->set_owner = true;
 	return run_helper(helper, &plan, src_fd, dst_fd, c, err);
 }
 

@@ -19,6 +19,21 @@ int ts_idcopy_tree(const char *helper, const char *spec, int src_fd, int dst_fd,
 		   struct ts_treecopy *c, struct ts_error *err);
 
 /*
+ * Copy a snapshot's tree into a new sandbox's (of recorded spec dst_spec) as
+ * ts_idcopy_tree does. src_subids: the tree may hold files of the caller's subordinate
+ * ids (its sandbox had them). Into a sandbox that has them too, owners are kept; into one
+ * of a single id, which can represent no other owner, such a tree is copied through the
+ * helper as root of the caller's whole subordinate mapping and every copy becomes the
+ * caller's (c->set_owner): the sandbox's user owns them, modes kept, setid bits
+ * dropped as always.
+ */
+int ts_idcopy_restore(const char *helper, bool src_subids, const char *dst_spec, int src_fd,
+		      int dst_fd, struct ts_treecopy *c, struct ts_error *err);
+
+/* Whether the sandbox of this recorded spec has subordinate ids (mapping mode `subid`). */
+bool ts_idcopy_subids(const char *spec);
+
+/*
  * ts_rm_rf_at(dirfd, name), and where that is refused (-EACCES, -EPERM) and the caller has
  * subordinate ids, empty it through `toren-sandbox-helper --copy-tree --remove` as root of
  * the caller's whole subordinate mapping first: a snapshot of a sandbox with a root holds
