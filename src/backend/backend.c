@@ -355,6 +355,30 @@ int ts_sb_check_user(struct ts_sb *sb, const char *user, struct ts_error *err)
 	return sb->ops->sb_check_user ? sb->ops->sb_check_user(sb, user, err) : 0;
 }
 
+int ts_sb_is_running(struct ts_sb *sb, bool *running, struct ts_error *err)
+{
+	*running = false;
+	if (!sb->ops->sb_is_running)
+		return ts_err(err, -EOPNOTSUPP, "the %s backend cannot probe a sandbox",
+			      sb->ops->name);
+	return sb->ops->sb_is_running(sb, running, err);
+}
+
+int ts_sb_metrics(struct ts_backend *b, const char *id, long long start_ms, long long end_ms,
+		  struct ts_sb_metric **ret, size_t *n, struct ts_error *err)
+{
+	*ret = NULL;
+	*n = 0;
+	if (!id || !*id)
+		return ts_err(err, -EINVAL, "metrics of which sandbox?");
+	if (start_ms < 0 || end_ms < 0 || (end_ms && end_ms < start_ms))
+		return ts_err(err, -EINVAL, "a metrics window of %lld to %lld ms", start_ms,
+			      end_ms);
+	if (!b->ops->sb_metrics)
+		return ts_err(err, -EOPNOTSUPP, "the %s backend keeps no metrics", b->ops->name);
+	return b->ops->sb_metrics(b, id, start_ms, end_ms, ret, n, err);
+}
+
 int ts_cmd_log_read(struct ts_sb *sb, uint64_t proc, uint64_t offset, void *buf, size_t len,
 		    size_t *got, struct ts_error *err)
 {
@@ -765,6 +789,16 @@ int ts_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size_
 	size_t k = 0;
 	int r = 0;
 
+	if (done)
+		*done = 0;
+	/* envd refuses a request naming a path twice (400): so does every backend */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(files[i].path, files[j].path))
+				return ts_err(err, -EINVAL, "`%.200s` is given twice",
+					      files[i].path);
+	if (n && sb->ops->file_write_many)
+		return sb->ops->file_write_many(sb, files, n, user, done, err);
 	for (; k < n && r == 0; k++)
 		if ((r = ts_file_write(sb, files[k].path, user, files[k].data, files[k].len,
 				       files[k].mode, err)) < 0)
