@@ -783,6 +783,30 @@ int ts_file_read(struct ts_sb *sb, const char *path, const char *user, uint8_t *
 	return 0;
 }
 
+static int path_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* envd refuses a request naming a path twice (400): so does every backend. Sorted, not
+ * compared pairwise: n is the caller's. */
+static int twice(const struct ts_file_data *files, size_t n, struct ts_error *err)
+{
+	_cleanup_free_ const char **v = n > 1 ? calloc(n, sizeof(*v)) : NULL;
+
+	if (n < 2)
+		return 0;
+	if (!v)
+		return ts_err(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		v[i] = files[i].path;
+	qsort(v, n, sizeof(*v), path_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (!strcmp(v[i], v[i - 1]))
+			return ts_err(err, -EINVAL, "`%.200s` is given twice", v[i]);
+	return 0;
+}
+
 int ts_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size_t n,
 		       const char *user, size_t *done, struct ts_error *err)
 {
@@ -791,12 +815,8 @@ int ts_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size_
 
 	if (done)
 		*done = 0;
-	/* envd refuses a request naming a path twice (400): so does every backend */
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(files[i].path, files[j].path))
-				return ts_err(err, -EINVAL, "`%.200s` is given twice",
-					      files[i].path);
+	if ((r = twice(files, n, err)) < 0)
+		return r;
 	if (n && sb->ops->file_write_many)
 		return sb->ops->file_write_many(sb, files, n, user, done, err);
 	for (; k < n && r == 0; k++)
