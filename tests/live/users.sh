@@ -215,6 +215,24 @@ rid=$(ts create $as_root --image "$snap" 2>"$tmp/err" | tail -n 1)
 [ -n "$rid" ] && ro_check "$rid" "restored"
 [ -n "$rid" ] && ts rm -f --purge "$rid" >/dev/null 2>&1
 [ -n "$snap" ] && ts snapshot rm "$snap" >/dev/null 2>&1
+if [ "$TS_MODE" = user ]; then
+	# Not weakened: in a sandbox of one id (no --user root: the sandbox's user is the
+	# caller, no subordinate ids to scan as) a directory the caller cannot read still
+	# refuses the start, until its owner fixes the mode.
+	sid=$(ts create 2>/dev/null | tail -n 1)
+	ts exec "$sid" -- sh -c 'mkdir /home/user/z && echo s > /home/user/z/.env && chmod 0 /home/user/z' &&
+		ts stop "$sid" >/dev/null
+	ts start "$sid" >/dev/null 2>"$tmp/err"
+	st=$?
+	[ $st != 0 ] && grep -q "scan protected paths: open .z.: Permission denied" "$tmp/err"
+	tap_result $? "one id: a directory of mode 0 of the caller's still refuses the start ($st: $(head -c 200 "$tmp/err"))"
+	sws=$(ts inspect "$sid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["workspace"])')
+	chmod 700 "$sws/z" && ts start "$sid" >/dev/null 2>"$tmp/err"
+	tap_result $? "control: once its mode is fixed, it starts: $(head -c 200 "$tmp/err")"
+	ts exec "$sid" -- sh -c 'echo w >> /home/user/z/.env' 2>&1 | grep -q "Read-only file system"
+	tap_result $? "and the .env in it is read-only"
+	[ -n "$sid" ] && ts rm -f --purge "$sid" >/dev/null 2>&1
+fi
 
 # after a restart the same holds (the helper is asked again)
 ts restart "$id" >/dev/null; tap_result $? "restart"
