@@ -8,6 +8,9 @@
  * caller can neither read nor chown: `toren-sandbox-helper --copy-tree` copies them as
  * root of a user namespace with the sandbox's maps, given both directories as open fds.
  */
+#include <stddef.h>
+
+#include "idmap-plan.h"
 #include "treecopy.h"
 
 /*
@@ -40,3 +43,17 @@ bool ts_idcopy_subids(const char *spec);
  * files of those ids. 0 when gone (or absent), else -errno with err set.
  */
 int ts_idcopy_remove(const char *helper, int dirfd, const char *name, struct ts_error *err);
+
+/*
+ * ts_protect_scan of ws_fd (a sandbox's workspace, open O_RDONLY|O_DIRECTORY) through
+ * `toren-sandbox-helper --scan-protected` as root of the sandbox's own id mapping plan
+ * (mode `subid` only, else -EINVAL): for a tree the caller cannot walk itself, such as a
+ * directory of 0700 that the sandbox's root made. The helper's paths come from a tree the
+ * sandbox controls and are checked before they are returned: relative, no empty, `.` or
+ * `..` component, each shorter than a --protect destination may be, no more than the
+ * helper counted or max_entries (-EPROTO otherwise). *ret and *ret_n as ts_protect_scan's;
+ * its errors too (-EACCES: even the sandbox's root may not read a directory).
+ */
+int ts_idcopy_scan_protected(const char *helper, const struct ts_idmap_plan *plan, int ws_fd,
+			     char *const *patterns, size_t n_patterns, size_t max_entries,
+			     unsigned flags, char ***ret, size_t *ret_n, struct ts_error *err);

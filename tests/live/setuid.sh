@@ -5,7 +5,9 @@
 # helper, as the caller, and refuses what only privilege could grant. Its --copy-tree:
 # snapshots and restores of a sandbox with subordinate ids keep the owners, a symlink
 # planted to /etc/shadow is copied as a link, maps of ids the user does not own (the
-# host's root, others' subordinate ids) are refused before anything is copied.
+# host's root, others' subordinate ids) are refused before anything is copied. Its
+# --scan-protected: a directory of 0700 of the sandbox's root is walked as that root, a
+# directory of the host's root fails closed, and such a sandbox starts again.
 # usage: setuid.sh BUILD_DIR SOURCE_DIR   (as root; switches to the test user)
 set -u
 build=$1 src=$2 user=${TS_TEST_USER:-tsbx-test}
@@ -82,7 +84,9 @@ read -r sub_gid _ < <(awk -F: -v u="$user" '$1 == u { print $2, $3; exit }' /etc
 : >"$stage/err"
 if [ -z "${sub_uid:-}" ] || [ -z "${sub_gid:-}" ] || ! [ -x /usr/bin/newuidmap ]; then
 	for c in "a --user root sandbox" "its files" "snapshot" "owners" "link" "restore root" "restore one id" \
-		"host root map" "other ids" "owner unmapped" "host root file" "control copy"; do
+		"host root map" "other ids" "owner unmapped" "host root file" "control copy" \
+		"scan: user cannot read" "scan: finds" "scan: host root map" "scan: host root dir" \
+		"start with 0700" "read-only"; do
 		n=$((n + 1)); echo "ok $n - copy-tree: $c # SKIP $user has no subordinate ids or no newuidmap"
 	done
 else
@@ -140,6 +144,38 @@ else
 	st=$?
 	[ $st = 0 ] && [ "$(cat "$stage/cd/d/f")" = x ] && [ "$(stat -c %u:%g "$stage/cd/d/f")" = "$uid:$gid" ]
 	t $? "control: --copy-tree with the user's own maps copies, keeping the user's owner (status $st: $(cat "$stage/out" "$stage/err" | head -c 120))"
+
+	# --scan-protected through the setuid helper: a directory of 0700 of the sandbox's root
+	# (a subordinate id), which the user cannot read, is walked as root of the user's maps
+	mkdir -m 755 "$stage/ws" && chown "$user:" "$stage/ws" && mkdir -m 700 "$stage/ws/e" &&
+		echo s >"$stage/ws/e/.env" && echo x >"$stage/ws/e/f" && chown -R "$sub_uid:$sub_gid" "$stage/ws/e"
+	as_user ls "$stage/ws/e" >/dev/null 2>&1
+	t $([ $? != 0 ] && echo 0 || echo 1) "control: the user cannot read the sandbox root's directory of 0700 itself"
+	scan_as_user() { : >"$stage/paths"; as_user "$stage/toren-sandbox-helper" --scan-protected --max-entries 100 \
+		--pattern .env "$@" 3<"$stage/ws" 4>"$stage/paths" >"$stage/out" 2>"$stage/err"; }
+	scan_as_user "${own[@]}"
+	st=$?
+	[ $st = 0 ] && [ "$(tr '\0' '|' <"$stage/paths")" = "e/.env|" ] && [ "$(cat "$stage/out")" = "paths 1" ]
+	t $? "--scan-protected with the user's own maps finds the .env in it (status $st: $(tr '\0' '|' <"$stage/paths") $(cat "$stage/out" "$stage/err" | head -c 160))"
+	scan_as_user --uid-map "0 0 1" --gid-map "0 $gid 1"
+	st=$?
+	[ $st = 125 ] && grep -q "host's root\|only your own uid" "$stage/err" && [ ! -s "$stage/paths" ]
+	t $? "--scan-protected with a map of the host's root is refused, nothing scanned (status $st: $(head -c 160 "$stage/err" | tr "\n" " "))"
+	mkdir -m 700 "$stage/ws/r" && echo h >"$stage/ws/r/.env"
+	scan_as_user "${own[@]}"
+	st=$?
+	[ $st = 13 ] && grep -q "open .r.: Permission denied" "$stage/err" && [ ! -s "$stage/paths" ]
+	t $? "--scan-protected fails closed on a directory of the host's root (status $st: $(head -c 160 "$stage/err" | tr "\n" " "))"
+	rm -rf "$stage/ws/r"
+
+	# end to end: the sandbox's root makes one, and the sandbox starts again with the
+	# protected file in it read-only (the start's scan goes through the setuid helper)
+	ts exec --user root "$srcsb" -- sh -c 'mkdir -m 700 /home/user/rd/p && echo s > /home/user/rd/p/.env' 2>>"$stage/err" &&
+		ts stop "$srcsb" >/dev/null 2>>"$stage/err" && ts start "$srcsb" >/dev/null 2>"$stage/err"
+	t $? "a --user root sandbox whose root made a directory of 0700 starts again ($(head -c 200 "$stage/err"))"
+	got=$(ts exec --user root "$srcsb" -- sh -c 'echo w >> /home/user/rd/p/.env; cat /home/user/rd/p/.env' 2>&1 | tr '\n' ' ')
+	case $got in *"Read-only file system"*" s ") t 0 "and the .env in it is read-only inside ($got)";;
+		*) t 1 "the .env in the root-only directory is read-only inside (got '$got')";; esac
 fi
 echo "1..$n"
 [ $failed = 0 ]
