@@ -33,6 +33,11 @@ struct ts_backend_ops {
 	int (*sb_resume)(struct ts_sb *sb, struct ts_error *err);
 	void (*sb_close)(struct ts_sb *sb);
 	int (*sb_check_user)(struct ts_sb *sb, const char *user, struct ts_error *err);
+	/* optional (NULL: -EOPNOTSUPP) */
+	int (*sb_is_running)(struct ts_sb *sb, bool *running, struct ts_error *err);
+	int (*sb_metrics)(struct ts_backend *b, const char *id, long long start_ms,
+			  long long end_ms, struct ts_sb_metric **ret, size_t *n,
+			  struct ts_error *err);
 	int (*sb_snapshot)(struct ts_sb *sb, const struct ts_snap_create_opts *o,
 			   struct ts_snap_info *ret, struct ts_error *err);
 	int (*snap_list)(struct ts_backend *b, struct ts_snap_info **ret, size_t *n,
@@ -77,6 +82,9 @@ struct ts_backend_ops {
 	/* optional (NULL: -EOPNOTSUPP) */
 	int (*file_set_metadata)(struct ts_sb *sb, const char *path, const char *user,
 				 const struct ts_kv *kv, size_t n, struct ts_error *err);
+	/* optional (NULL: one ts_file_write after the other) */
+	int (*file_write_many)(struct ts_sb *sb, const struct ts_file_data *files, size_t n,
+			       const char *user, size_t *done, struct ts_error *err);
 	int (*xfer_start)(struct ts_sb *sb, const char *path, const char *user, bool write,
 			  int mode, struct ts_xfer *x, struct ts_error *err);
 	int (*xfer_fd)(const struct ts_xfer *x);

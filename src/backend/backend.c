@@ -356,6 +356,30 @@ int ts_sb_check_user(struct ts_sb *sb, const char *user, struct ts_error *err)
 	return sb->ops->sb_check_user ? sb->ops->sb_check_user(sb, user, err) : 0;
 }
 
+int ts_sb_is_running(struct ts_sb *sb, bool *running, struct ts_error *err)
+{
+	*running = false;
+	if (!sb->ops->sb_is_running)
+		return ts_err(err, -EOPNOTSUPP, "the %s backend cannot probe a sandbox",
+			      sb->ops->name);
+	return sb->ops->sb_is_running(sb, running, err);
+}
+
+int ts_sb_metrics(struct ts_backend *b, const char *id, long long start_ms, long long end_ms,
+		  struct ts_sb_metric **ret, size_t *n, struct ts_error *err)
+{
+	*ret = NULL;
+	*n = 0;
+	if (!id || !*id)
+		return ts_err(err, -EINVAL, "metrics of which sandbox?");
+	if (start_ms < 0 || end_ms < 0 || (end_ms && end_ms < start_ms))
+		return ts_err(err, -EINVAL, "a metrics window of %lld to %lld ms", start_ms,
+			      end_ms);
+	if (!b->ops->sb_metrics)
+		return ts_err(err, -EOPNOTSUPP, "the %s backend keeps no metrics", b->ops->name);
+	return b->ops->sb_metrics(b, id, start_ms, end_ms, ret, n, err);
+}
+
 int ts_cmd_log_read(struct ts_sb *sb, uint64_t proc, uint64_t offset, void *buf, size_t len,
 		    size_t *got, struct ts_error *err)
 {
@@ -760,12 +784,42 @@ int ts_file_read(struct ts_sb *sb, const char *path, const char *user, uint8_t *
 	return 0;
 }
 
+static int path_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* envd refuses a request naming a path twice (400): so does every backend. Sorted, not
+ * compared pairwise: n is the caller's. */
+static int twice(const struct ts_file_data *files, size_t n, struct ts_error *err)
+{
+	_cleanup_free_ const char **v = n > 1 ? calloc(n, sizeof(*v)) : NULL;
+
+	if (n < 2)
+		return 0;
+	if (!v)
+		return ts_err(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		v[i] = files[i].path;
+	qsort(v, n, sizeof(*v), path_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (!strcmp(v[i], v[i - 1]))
+			return ts_err(err, -EINVAL, "`%.200s` is given twice", v[i]);
+	return 0;
+}
+
 int ts_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size_t n,
 		       const char *user, size_t *done, struct ts_error *err)
 {
 	size_t k = 0;
 	int r = 0;
 
+	if (done)
+		*done = 0;
+	if ((r = twice(files, n, err)) < 0)
+		return r;
+	if (n && sb->ops->file_write_many)
+		return sb->ops->file_write_many(sb, files, n, user, done, err);
 	for (; k < n && r == 0; k++)
 		if ((r = ts_file_write(sb, files[k].path, user, files[k].data, files[k].len,
 				       files[k].mode, err)) < 0)

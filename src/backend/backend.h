@@ -275,6 +275,32 @@ int ts_sb_stop(struct ts_sb *sb, struct ts_error *err);
  */
 int ts_sb_pause(struct ts_sb *sb, struct ts_error *err);
 int ts_sb_resume(struct ts_sb *sb, struct ts_error *err);
+/*
+ * E2B's isRunning: does the sandbox answer? E2B: envd's GET /health (2xx: yes; 502, what
+ * E2B's proxy answers once the sandbox is paused, killed or past its deadline: no);
+ * local: its init runs and is not paused. 0 with *running, or -errno only when that
+ * cannot be told (E2B: envd unreachable, -ECONNREFUSED: TS_BE_UNAVAILABLE; another
+ * status). As the SDK, nothing probes a sandbox before its first use.
+ */
+int ts_sb_is_running(struct ts_sb *sb, bool *running, struct ts_error *err);
+
+/* One sample of E2B's SandboxMetric. */
+struct ts_sb_metric {
+	long long ts_ms; /* when it was taken (CLOCK_REALTIME ms) */
+	unsigned cpu_count;
+	double cpu_pct; /* of cpu_count CPUs */
+	/* bytes */
+	uint64_t mem_used, mem_total, mem_cache, disk_used, disk_total;
+};
+/*
+ * E2B's getMetrics of sandbox id: the samples taken from start_ms to end_ms (CLOCK_REALTIME
+ * ms, 0: no bound), oldest first; free *ret with free(). E2B (and serve) keep one every
+ * few seconds while it runs, its API taking the window in whole seconds; local keeps
+ * none: one sample measured now (CPU averaged since its init started) when it runs and
+ * now is in the window, else none. -ENOENT (TS_BE_NOT_FOUND) for an unknown id.
+ */
+int ts_sb_metrics(struct ts_backend *b, const char *id, long long start_ms, long long end_ms,
+		  struct ts_sb_metric **ret, size_t *n, struct ts_error *err);
 /* May a process run as user here (E2B: always; local: where the id map has that user)?
  * For a stopped sandbox, decided by what its next start would give: nothing is started. */
 int ts_sb_check_user(struct ts_sb *sb, const char *user, struct ts_error *err);
@@ -449,7 +475,9 @@ struct ts_file_data {
 /*
  * E2B's files.write of several files: each written atomically, in order. Stops at the
  * first failure: 0, or -errno with err naming that file; *done (may be NULL) says how
- * many were written.
+ * many were written (at least: e2b sends them all in one multipart request, as the SDK
+ * does, and says 0 when envd refused it). A path given twice is -EINVAL, nothing
+ * written (envd's 400).
  */
 int ts_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size_t n,
 		       const char *user, size_t *done, struct ts_error *err);

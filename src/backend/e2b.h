@@ -14,7 +14,9 @@
  *                 pollable fd is that epoll fd and a step never blocks
  *   e2b-cmd.c     process.Process
  *   e2b-files.c   filesystem.Filesystem, /files, WatchDir
- *   e2b-wire.c    what needs no I/O (envelopes, query encoding, ProtoJSON, error codes)
+ *   e2b-metrics.c getMetrics (the control plane) and isRunning (envd's /health)
+ *   e2b-wire.c    what needs no I/O (envelopes, query encoding, ProtoJSON, error codes,
+ *                 multipart framing)
  */
 #include <curl/curl.h>
 #include <jansson.h>
@@ -184,6 +186,8 @@ int e2b_file_mkdir(struct ts_sb *sb, const char *path, const char *user, unsigne
 int e2b_file_remove(struct ts_sb *sb, const char *path, const char *user, struct ts_error *err);
 int e2b_file_rename(struct ts_sb *sb, const char *from, const char *to, const char *user,
 		    struct ts_error *err);
+int e2b_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size_t n,
+			const char *user, size_t *done, struct ts_error *err);
 int e2b_xfer_start(struct ts_sb *sb, const char *path, const char *user, bool write, int mode,
 		   struct ts_xfer *x, struct ts_error *err);
 int e2b_xfer_fd(const struct ts_xfer *x);
@@ -203,6 +207,11 @@ static inline const struct e2b_target *e2b_target_of(struct ts_sb *sb)
 {
 	return &((struct e2b_sb *)sb->impl)->t;
 }
+
+/* --- e2b-metrics.c: getMetrics and isRunning (backend.h) ------------------------------- */
+int e2b_metrics(struct ts_backend *b, const char *id, long long start_ms, long long end_ms,
+		struct ts_sb_metric **ret, size_t *n, struct ts_error *err);
+int e2b_is_running(struct ts_sb *sb, bool *running, struct ts_error *err);
 
 /* --- e2b-snap.c: snapshots (backend.h) ------------------------------------------------ */
 int e2b_snapshot(struct ts_sb *sb, const struct ts_snap_create_opts *o, struct ts_snap_info *ret,

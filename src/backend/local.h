@@ -66,6 +66,11 @@ int ts_local_snap_delete(struct ts_backend *b, const char *ref, struct ts_error 
 /* Does the template ref name a snapshot (its id or one of its names)? */
 bool ts_local_is_snapshot(struct local *l, const char *ref);
 
+/* Metrics and liveness (local-metrics.c). */
+int ts_local_metrics(struct ts_backend *b, const char *id, long long start_ms, long long end_ms,
+		     struct ts_sb_metric **ret, size_t *n, struct ts_error *err);
+int ts_local_is_running(struct ts_sb *sb, bool *running, struct ts_error *err);
+
 extern const struct ts_backend_ops ts_local_ops;
 
 /* local-reap.c */

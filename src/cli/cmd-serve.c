@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "server.h"
 #include "tokens.h"
+#include "util.h"
 
 #define SD_LISTEN_FDS_START 3
 
@@ -38,6 +39,8 @@ static void usage(FILE *f)
 	      "  --pull REGISTRY     a create may pull its template from REGISTRY (host[:port],\n"
 	      "                      repeatable; `*`: any registry not on a loopback or\n"
 	      "                      private address); without: serve pulls nothing\n"
+	      "  --pull-max-size SIZE the most one pull downloads, and each of its layers\n"
+	      "                      unpacks to (default 8G)\n"
 	      "  --pool [v1:][TEMPLATE=]N keep N sandboxes of TEMPLATE (default base) started\n"
 	      "                      for E2B creates (v1: for /v1 creates; repeatable; N <= 32\n"
 	      "                      each, 64 in all)\n"
@@ -136,6 +139,7 @@ int ts_subcmd_serve(int argc, char **argv)
 		{ "scopes", required_argument, NULL, 'S' },
 		{ "e2b-key", required_argument, NULL, 'K' },
 		{ "pull", required_argument, NULL, 'P' },
+		{ "pull-max-size", required_argument, NULL, 'M' },
 		{ "pool", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -195,6 +199,19 @@ int ts_subcmd_serve(int argc, char **argv)
 			pull_from[n_pull++] = optarg;
 			o.pull_from = pull_from;
 			break;
+		case 'M': {
+			unsigned long long v;
+
+			if (ts_parse_size(optarg, &v) < 0 || v == 0) {
+				fprintf(stderr,
+					"toren-sandbox serve: --pull-max-size `%s`: a size such as "
+					"512M or 8G is expected\n",
+					optarg);
+				return 2;
+			}
+			o.pull_max_bytes = v;
+			break;
+		}
 		case 'p':
 			if (n_pool + 1 >= ELEMENTSOF(pool)) {
 				fprintf(stderr, "toren-sandbox serve: at most %zu --pool\n",

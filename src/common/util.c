@@ -151,6 +151,29 @@ static int rm_move_up(struct rm_walk *w, int dfd, const char *name)
 	return -EEXIST;
 }
 
+/* chmod 0700 the directory name of dfd, never a symlink swapped in for it: fchmodat(2)
+ * follows symlinks, so the mode goes through an O_PATH fd of the directory itself. */
+static int chmod_dir_nofollow(int dfd, const char *name)
+{
+	char proc[64];
+	struct stat st;
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISDIR(st.st_mode))
+		r = -ENOTDIR;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (r == 0 && chmod(proc, 0700) < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0)
+		errno = -r;
+	return r;
+}
+
 /* Empty the directory open as dfd (consumed) at depth levels below the top. */
 static int rm_children(struct rm_walk *w, int dfd, int depth)
 {
@@ -193,7 +216,8 @@ static int rm_children(struct rm_walk *w, int dfd, int depth)
 				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub < 0) {
 				/* A directory without x/r bits we own: make it removable. */
-				if (errno == EACCES && fchmodat(dirfd(d), de->d_name, 0700, 0) == 0)
+				if (errno == EACCES &&
+				    chmod_dir_nofollow(dirfd(d), de->d_name) == 0)
 					sub = openat(dirfd(d), de->d_name,
 						     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 							     O_CLOEXEC);

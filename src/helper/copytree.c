@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../lib/protect.h"
 #include "../lib/treecopy.h"
 #include "cleanup.h"
 #include "helper.h"
@@ -22,99 +23,41 @@
 #include "proc.h"
 #include "setuid.h"
 #include "sync.h"
+#include "treeargs.h"
 #include "util.h"
 
 #define COPY_SRC_FD 3
 #define COPY_DST_FD 4
 
-/* What the child sends back once the copy ended: its counters and its error. */
+/* What the child sends back once the work ended: its counters (a scan: paths found in
+ * entries) and its error. */
 struct copy_result {
 	struct ts_error err;
 	uint64_t bytes, entries;
 };
 
-static int parse_u64(const char *opt, const char *s, uint64_t *ret, struct ts_error *err)
+/* fd 3 is the caller's open directory; fd 4 its destination directory (a copy) or where
+ * the paths go (a scan, open for writing); anything else is a misuse. */
+static int check_fds(enum ts_tree_mode mode, struct ts_error *err)
 {
-	unsigned long long v;
-
-	if (ts_parse_ull(s, &v) < 0)
-		return ts_err(err, -EINVAL, "%s: bad number `%s`", opt, s);
-	*ret = v;
-	return 0;
-}
-
-static int parse_args(int argc, char **argv, struct ts_helper_ctx *ctx, struct ts_treecopy *c,
-		      bool *remove, struct ts_error *err)
-{
-	unsigned long long in, out, cnt;
-	char tail;
-	int r;
-
-	memset(ctx, 0, sizeof(*ctx));
-	ctx->seccomp_fd = ctx->sync_fd = ctx->control_fd = ctx->logs_fd = -EBADF;
-	ctx->net.proxy_fd = -EBADF;
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--newidmap")) {
-			ctx->newidmap = true;
-			continue;
-		}
-		if (!strcmp(a, "--remove")) {
-			*remove = true;
-			continue;
-		}
-		if (i + 1 >= argc)
-			return ts_err(err, -EINVAL, "--copy-tree: option `%s` needs an argument",
-				      a);
-		if (!strcmp(a, "--max-bytes"))
-			r = parse_u64(a, argv[++i], &c->max_bytes, err);
-		else if (!strcmp(a, "--max-entries"))
-			r = parse_u64(a, argv[++i], &c->max_entries, err);
-		else if (!strcmp(a, "--used-bytes"))
-			r = parse_u64(a, argv[++i], &c->bytes, err);
-		else if (!strcmp(a, "--used-entries"))
-			r = parse_u64(a, argv[++i], &c->entries, err);
-		else if (!strcmp(a, "--uid-map") || !strcmp(a, "--gid-map")) {
-			struct ts_idmap_line *l = a[2] == 'u' ? ctx->uid_map : ctx->gid_map;
-			size_t *n = a[2] == 'u' ? &ctx->n_uid_map : &ctx->n_gid_map;
-
-			i++;
-			if (*n >= TS_HELPER_MAX_IDMAP)
-				return ts_err(err, -E2BIG, "too many id map lines (at most %d)",
-					      TS_HELPER_MAX_IDMAP);
-			if (sscanf(argv[i], "%llu %llu %llu%c", &in, &out, &cnt, &tail) != 3 ||
-			    cnt == 0 || in + cnt > 0xffffffffULL || out + cnt > 0xffffffffULL)
-				return ts_err(err, -EINVAL,
-					      "bad id map `%s`: want `INSIDE OUTSIDE COUNT`",
-					      argv[i]);
-			l[(*n)++] = (struct ts_idmap_line){ in, out, cnt };
-			r = 0;
-		} else
-			return ts_err(err, -EINVAL, "--copy-tree: unknown option `%s`", a);
-		if (r < 0)
-			return r;
-	}
-	if (ctx->n_uid_map == 0 || ctx->n_gid_map == 0)
-		return ts_err(err, -EINVAL, "--copy-tree: --uid-map and --gid-map are required");
-	/* the copier becomes root of the namespace: there must be one */
-	if (!ts_helper_id_mapped(ctx->uid_map, ctx->n_uid_map, 0) ||
-	    !ts_helper_id_mapped(ctx->gid_map, ctx->n_gid_map, 0))
-		return ts_err(err, -EINVAL, "--copy-tree: the maps need id 0 inside");
-	return 0;
-}
-
-/* The fds are the caller's open directories; anything else is a misuse. */
-static int check_dirs(bool remove, struct ts_error *err)
-{
-	for (int fd = COPY_SRC_FD; fd <= (remove ? COPY_SRC_FD : COPY_DST_FD); fd++) {
+	for (int fd = COPY_SRC_FD; fd <= (mode == TS_TREE_REMOVE ? COPY_SRC_FD : COPY_DST_FD);
+	     fd++) {
 		struct stat st;
+		int fl;
 
-		if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
-			return ts_err(err, -EBADF, "--copy-tree: fd %d is not an open directory",
+		if (fd == COPY_DST_FD && mode == TS_TREE_SCAN) {
+			fl = fcntl(fd, F_GETFL);
+			if (fl < 0 || fstat(fd, &st) < 0 || S_ISDIR(st.st_mode) ||
+			    (fl & O_ACCMODE) == O_RDONLY || (fl & O_PATH))
+				return ts_err(err, -EBADF,
+					      "--scan-protected: fd %d is not open for writing",
+					      fd);
+		} else if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+			return ts_err(err, -EBADF, "%s: fd %d is not an open directory",
+				      mode == TS_TREE_SCAN ? "--scan-protected" : "--copy-tree",
 				      fd);
 		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-			return ts_err_errno(err, -errno, "--copy-tree: fd %d", fd);
+			return ts_err_errno(err, -errno, "fd %d", fd);
 	}
 	return 0;
 }
@@ -139,7 +82,25 @@ static int empty_dir(struct ts_error *err)
 	return r;
 }
 
-static void child_main(int sock, bool setuid_mode, bool remove, struct ts_treecopy *c)
+/* --scan-protected: the protected paths of fd 3, each with its NUL, written to fd 4 */
+static void scan_protected(const struct ts_tree_args *a, uint64_t *n_found, struct ts_error *err)
+{
+	char **found = NULL;
+	size_t n = 0;
+
+	if (ts_protect_scan(COPY_SRC_FD, a->patterns, a->n_patterns, a->max_entries, a->scan_flags,
+			    &found, &n, err) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (ts_write_all(COPY_DST_FD, found[i], strlen(found[i]) + 1) < 0) {
+			ts_err_errno(err, -errno, "--scan-protected: write the paths");
+			break;
+		}
+	*n_found = n;
+	ts_strv_free(found);
+}
+
+static void child_main(int sock, bool setuid_mode, struct ts_tree_args *a)
 {
 	struct copy_result res = { 0 };
 	int r;
@@ -168,13 +129,17 @@ static void child_main(int sock, bool setuid_mode, bool remove, struct ts_treeco
 		goto out;
 	}
 	umask(0);
-	if (remove)
+	if (a->mode == TS_TREE_REMOVE)
 		empty_dir(&res.err);
+	else if (a->mode == TS_TREE_SCAN)
+		scan_protected(a, &res.entries, &res.err);
 	else
-		ts_treecopy(COPY_SRC_FD, COPY_DST_FD, c, &res.err);
+		ts_treecopy(COPY_SRC_FD, COPY_DST_FD, &a->copy, &res.err);
 out:
-	res.bytes = c->bytes;
-	res.entries = c->entries;
+	if (a->mode != TS_TREE_SCAN) {
+		res.bytes = a->copy.bytes;
+		res.entries = a->copy.entries;
+	}
 	if (send(sock, &res, sizeof(res), MSG_NOSIGNAL) < 0)
 		_exit(TS_HELPER_EXIT_SETUP);
 	_exit(0);
@@ -191,22 +156,22 @@ static int fail(const struct ts_error *err)
 int ts_copytree_main(int argc, char **argv)
 {
 	struct ts_helper_ctx ctx;
-	struct ts_treecopy c = { 0 };
+	struct ts_tree_args a;
 	struct ts_error err = { 0 };
 	struct copy_result res = { 0 };
 	int sp[2] = { -EBADF, -EBADF }, pidfd = -EBADF, status, r;
-	bool setuid_mode, remove = false;
+	bool setuid_mode;
 	ssize_t n;
 	pid_t child;
 
-	if (parse_args(argc, argv, &ctx, &c, &remove, &err) < 0) {
+	if (ts_treeargs_parse(argc, argv, &ctx, &a, &err) < 0) {
 		fail(&err);
 		return TS_HELPER_EXIT_SETUP;
 	}
 	/* First thing after parsing (which only reads argv), as for a sandbox: setuid, the
 	 * caller's ids and CAP_SYS_ADMIN (permitted) only, and maps the caller may ask for
 	 * (own id, or subordinate ids newuidmap checks) */
-	if (ts_setuid_enter(&ctx, &setuid_mode, &err) < 0 || check_dirs(remove, &err) < 0 ||
+	if (ts_setuid_enter(&ctx, &setuid_mode, &err) < 0 || check_fds(a.mode, &err) < 0 ||
 	    ts_idmap_check(&ctx, &err) < 0) {
 		fail(&err);
 		return TS_HELPER_EXIT_SETUP;
@@ -236,7 +201,7 @@ int ts_copytree_main(int argc, char **argv)
 	}
 	if (child == 0) {
 		close(sp[0]);
-		child_main(sp[1], setuid_mode, remove, &c);
+		child_main(sp[1], setuid_mode, &a);
 	}
 	close(sp[1]);
 	r = setuid_mode ? ts_sync_wait_ready(sp[0], &err) : 0;
@@ -253,7 +218,7 @@ int ts_copytree_main(int argc, char **argv)
 		return TS_HELPER_EXIT_SETUP;
 	}
 	if (n != (ssize_t)sizeof(res)) {
-		ts_err(&err, -EIO, "--copy-tree: the copier ended without a result (status %d)",
+		ts_err(&err, -EIO, "%s: the worker ended without a result (status %d)", argv[1],
 		       status);
 		fail(&err);
 		return TS_HELPER_EXIT_SETUP;
@@ -261,6 +226,9 @@ int ts_copytree_main(int argc, char **argv)
 	res.err.msg[sizeof(res.err.msg) - 1] = '\0';
 	if (res.err.code)
 		return fail(&res.err);
-	printf("entries %" PRIu64 " bytes %" PRIu64 "\n", res.entries, res.bytes);
+	if (a.mode == TS_TREE_SCAN)
+		printf("paths %" PRIu64 "\n", res.entries);
+	else
+		printf("entries %" PRIu64 " bytes %" PRIu64 "\n", res.entries, res.bytes);
 	return fflush(stdout) == 0 ? 0 : EIO;
 }

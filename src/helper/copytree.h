@@ -15,8 +15,16 @@
  * With --remove: empty the directory open as fd 3 instead (a snapshot's files of
  * subordinate ids, which its owner could not unlink); no fd 4.
  *
+ * `toren-sandbox-helper --scan-protected`: the same namespace, for ts_protect_scan of the
+ * directory open as fd 3 (--pattern, repeated; --aliases; --max-entries, required),
+ * which the caller could not walk itself (a directory of 0700 that a sandbox's root
+ * made). Each protected path, relative to fd 3, is written with its terminating NUL to
+ * fd 4 (open for writing: the caller reads it while the helper runs); then `paths N`
+ * on stdout.
+ *
  * Prints `entries N bytes N` (the totals, counting --used-*) on stdout and exits 0; on
  * failure one line on stderr and the positive errno as exit status (125 when the
- * arguments or the namespace failed before the copy).
+ * arguments or the namespace failed before the copy or the scan).
  */
+/* argv[1] is `--copy-tree` or `--scan-protected`; returns the helper's exit status. */
 int ts_copytree_main(int argc, char **argv);

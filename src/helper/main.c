@@ -332,8 +332,9 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	/* another mode of its own: copy a sandbox's tree as root of its id mapping */
-	if (argc >= 2 && !strcmp(argv[1], "--copy-tree"))
+	/* other modes of their own: copy a sandbox's tree, or find its protected paths, as
+	 * root of its id mapping */
+	if (argc >= 2 && (!strcmp(argv[1], "--copy-tree") || !strcmp(argv[1], "--scan-protected")))
 		return ts_copytree_main(argc, argv);
 	r = ts_helper_parse_args(&ctx, argc, argv, &err);
 	if (r < 0) {

@@ -25,6 +25,7 @@
 #include "cleanup.h"
 #include "helper-proto.h"
 #include "hostcheck.h"
+#include "idcopy.h"
 #include "idmap-plan.h"
 #include "image.h"
 #include "leftovers.h"
@@ -1207,6 +1208,20 @@ dirs_done:
 		r = ts_protect_scan(wsfd, o->policy->protected_patterns, o->policy->n_protected,
 				    TS_PROTECT_MAX_ENTRIES, scan_flags, &p->protected,
 				    &p->n_protected, err);
+		/* A directory the caller may not read, in a sandbox of subordinate ids: made by
+		 * the sandbox's root (or another of its ids), readable as root of the same
+		 * mapping. The scan is done again there, through the helper, rather than
+		 * skipped: every protected file in it still becomes read-only. */
+		if ((r == -EACCES || r == -EPERM) && !strcmp(p->idmap.mode, "subid")) {
+			ts_err_clear(err);
+			r = ts_idcopy_scan_protected(p->paths.helper, &p->idmap, wsfd,
+						     o->policy->protected_patterns,
+						     o->policy->n_protected, TS_PROTECT_MAX_ENTRIES,
+						     scan_flags, &p->protected, &p->n_protected,
+						     err);
+			if (r < 0)
+				ts_err_prefix(err, r, "as the sandbox's root");
+		}
 		if (r < 0)
 			return ts_err_prefix(err, r, "protected paths in `%s`", p->workspace);
 	}

@@ -664,8 +664,9 @@ struct import {
 	struct source src;
 	void (*warn)(void *userdata, const char *msg);
 	void *userdata;
-	uint64_t max_bytes; /* per layer */
-	json_t *layers;	    /* [{digest, key}] bottom first */
+	uint64_t max_bytes;    /* per layer */
+	uint64_t max_download; /* a pull's layers still to fetch (0: no limit) */
+	json_t *layers;	       /* [{digest, key}] bottom first */
 	/* a pull's progress (NULL: none) */
 	void (*progress)(void *userdata, const struct ts_oci_progress *p);
 	struct ts_oci_progress prog;
@@ -1250,6 +1251,14 @@ static int import_manifest(struct import *im, json_t *desc, const char *name, co
 					(uint64_t)json_integer_value(json_object_get(l, "size"));
 		}
 	}
+	if (im->max_download && im->prog.bytes_total > im->max_download) {
+		r = ts_err(err, -EFBIG,
+			   "`%s`: its layers to download weigh %llu bytes, more than the %llu this "
+			   "pull may fetch; nothing was downloaded",
+			   im->src.shown, (unsigned long long)im->prog.bytes_total,
+			   (unsigned long long)im->max_download);
+		goto out;
+	}
 	tell(im, TS_OCI_PHASE_DOWNLOAD);
 	if (im->src.reg) {
 		r = prefetch_layers(im, ls, fetched, err);
@@ -1537,6 +1546,7 @@ int ts_oci_pull(const char *root, const char *refstr, const char *name,
 			     .warn = o->warn,
 			     .userdata = o->userdata,
 			     .max_bytes = o->max_bytes,
+			     .max_download = o->max_download,
 			     .progress = o->progress,
 			     .cancel = o->cancel };
 	struct ts_reg_opts ro = { .insecure = o->insecure,

@@ -66,6 +66,9 @@ struct ts_oci_pull_opts {
 	const char *auth_file; /* NULL: oci-registry.h's search */
 	bool no_credentials;   /* send none (serve's pulls for API callers) */
 	uint64_t max_bytes;    /* per layer unpacked, as for an import */
+	/* the most the layers still to fetch may weigh, as their descriptors state it, checked
+	 * against the manifest before any layer is downloaded: more is -EFBIG (0: no limit) */
+	uint64_t max_download;
 	void (*warn)(void *userdata, const char *msg);
 	/* often (draw at most a few times a second) */
 	void (*progress)(void *userdata, const struct ts_oci_progress *p);

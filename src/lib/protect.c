@@ -84,10 +84,12 @@ static bool aliased(int dfd, const char *name, const struct stat *st)
 		return false; /* neither setid bits nor capabilities act without exec */
 	if (st->st_mode & (S_ISUID | S_ISGID))
 		return true;
-	/* any security.capability counts, even one we cannot read: fail closed */
+	/* any security.capability counts, even one we cannot read: fail closed (EOVERFLOW:
+	 * read from a user namespace, as the helper's --scan-protected does, capabilities
+	 * whose root id that namespace does not map) */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dfd, name);
 	return lgetxattr(path, "security.capability", NULL, 0) >= 0 || errno == E2BIG ||
-	       errno == EACCES || errno == EPERM;
+	       errno == EACCES || errno == EPERM || errno == EOVERFLOW;
 }
 
 /* dir is the relative path of dfd ("" for the workspace); dfd is consumed. */

@@ -173,8 +173,10 @@ static int pause_resume(const struct ts_sandbox_rec *rec, bool pause, struct ts_
 	return ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
 }
 
-/* The new snapshot's spec: the source's image fields, its chain under the new id. */
-static char *snap_spec(const char *id, json_t *src, bool workspace, struct ts_error *err)
+/* The new snapshot's spec: the source's image fields, its chain under the new id, and
+ * whether its files may belong to subordinate ids (for a restore, idcopy.h). */
+static char *snap_spec(const char *id, json_t *src, bool workspace, bool subids,
+		       struct ts_error *err)
 {
 	json_t *spec = json_object(), *layers = json_array(), *v;
 	size_t i;
@@ -197,6 +199,7 @@ static char *snap_spec(const char *id, json_t *src, bool workspace, struct ts_er
 		json_object_set(spec, "image_pin", json_object_get(src, "image_pin"));
 	json_object_set(spec, "layers", layers);
 	json_object_set_new(spec, "workspace", json_boolean(workspace));
+	json_object_set_new(spec, "subids", json_boolean(subids));
 	out = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
 	if (!out)
 		ts_err(err, -ENOMEM, "out of memory");
@@ -323,7 +326,7 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	snprintf(ret->source, sizeof(ret->source), "%s", rec->id);
 	if (o->name)
 		snprintf(ret->names[ret->n_names++], TS_NAME_MAX, "%s", o->name);
-	ret->spec = snap_spec(ret->id, spec, own_ws, err);
+	ret->spec = snap_spec(ret->id, spec, own_ws, ts_idcopy_subids(rec->spec), err);
 	if (!ret->spec) {
 		/* ts_error holds the positive errno */
 		r = err && err->code > 0 ? -err->code : -EINVAL;
@@ -546,14 +549,18 @@ int ts_snapshot_copy_workspace(const struct ts_paths *paths, const struct ts_sna
 	struct ts_treecopy c = { 0 };
 	char dir[4200];
 	_cleanup_close_ int fd = -EBADF;
+	json_t *spec = json_loads(s->spec ? s->spec : "{}", 0, NULL);
+	/* recorded since issue 9; an older snapshot may hold them */
+	bool subids = !json_is_false(json_object_get(spec, "subids"));
 	int r;
 
+	json_decref(spec);
 	if ((r = snapdir(paths, s->id, dir, sizeof(dir) - 16)) < 0)
 		return ts_err(err, r, "snapshot path too long");
 	strcat(dir, "/workspace");
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : ts_err_errno(err, -errno, "open `%s`", dir);
-	r = ts_idcopy_tree(paths->helper, dst_spec, fd, dst_fd, &c, err);
+	r = ts_idcopy_restore(paths->helper, subids, dst_spec, fd, dst_fd, &c, err);
 	return r < 0 ? ts_err_prefix(err, r, "copy the workspace of snapshot `%s`", s->id) : 0;
 }

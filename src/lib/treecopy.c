@@ -66,17 +66,26 @@ static int copy_xattrs(struct walk *w, int src, int dst, struct ts_error *err)
 	return 0;
 }
 
+/* The owner a copy of st gets: st's own, or the one every copy gets (set_owner). */
+static void owner_of(const struct walk *w, const struct stat *st, uid_t *uid, gid_t *gid)
+{
+	*uid = w->c->set_owner ? (uid_t)w->c->owner_uid : st->st_uid;
+	*gid = w->c->set_owner ? (gid_t)w->c->owner_gid : st->st_gid;
+}
+
 /* Owner, mode without setid bits, xattrs, times of st onto the open fd. */
 static int set_meta_fd(struct walk *w, int src, int dst, const struct stat *st,
 		       struct ts_error *err)
 {
 	struct timespec ts[2] = { st->st_atim, st->st_mtim };
+	uid_t uid;
+	gid_t gid;
 	int r;
 
-	if ((st->st_uid != w->euid || st->st_gid != w->egid) &&
-	    fchown(dst, st->st_uid, st->st_gid) < 0)
-		return ts_err_errno(err, -errno, "chown `%s` to %u:%u", w->path,
-				    (unsigned)st->st_uid, (unsigned)st->st_gid);
+	owner_of(w, st, &uid, &gid);
+	if ((uid != w->euid || gid != w->egid) && fchown(dst, uid, gid) < 0)
+		return ts_err_errno(err, -errno, "chown `%s` to %u:%u", w->path, (unsigned)uid,
+				    (unsigned)gid);
 	/* never a setuid or setgid file or directory out of a sandbox's tree */
 	if (fchmod(dst, st->st_mode & 01777) < 0)
 		return ts_err_errno(err, -errno, "chmod `%s`", w->path);
@@ -92,11 +101,14 @@ static int set_meta_at(struct walk *w, int dst, const char *name, const struct s
 		       struct ts_error *err)
 {
 	struct timespec ts[2] = { st->st_atim, st->st_mtim };
+	uid_t uid;
+	gid_t gid;
 
-	if ((st->st_uid != w->euid || st->st_gid != w->egid) &&
-	    fchownat(dst, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
-		return ts_err_errno(err, -errno, "chown `%s` to %u:%u", w->path,
-				    (unsigned)st->st_uid, (unsigned)st->st_gid);
+	owner_of(w, st, &uid, &gid);
+	if ((uid != w->euid || gid != w->egid) &&
+	    fchownat(dst, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return ts_err_errno(err, -errno, "chown `%s` to %u:%u", w->path, (unsigned)uid,
+				    (unsigned)gid);
 	if (!S_ISLNK(st->st_mode) && fchmodat(dst, name, st->st_mode & 01777, 0) < 0)
 		return ts_err_errno(err, -errno, "chmod `%s`", w->path);
 	if (utimensat(dst, name, ts, AT_SYMLINK_NOFOLLOW) < 0)

@@ -14,6 +14,7 @@
  * separate copies. Regular files are cloned (FICLONE) where the file system can, else
  * copied with copy_file_range.
  */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -24,6 +25,10 @@ struct ts_treecopy {
 	uint64_t max_bytes;	 /* file contents; 0: none */
 	uint64_t max_entries;	 /* files, directories, links; 0: none */
 	uint64_t bytes, entries; /* counted so far */
+	/* every copy (and dst) belongs to owner_uid:owner_gid instead of its source's owner:
+	 * a tree of many ids restored into a sandbox of one (idcopy.h) */
+	bool set_owner;
+	uint32_t owner_uid, owner_gid;
 };
 
 /*

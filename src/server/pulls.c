@@ -43,7 +43,8 @@ struct ts_pulls {
 	int efd;
 	struct ts_loop_fd *watch;
 	char root[4096];
-	unsigned refs; /* the loop's, plus one per thread (mu) */
+	uint64_t max_bytes; /* each pull's download, and each of its layers unpacked */
+	unsigned refs;	    /* the loop's, plus one per thread (mu) */
 	bool stopping;
 	size_t running;
 	/* the pull threads, joined: a finished one when its slot is taken again, the rest when
@@ -99,7 +100,10 @@ static void *pull_main(void *arg)
 	struct job *j = arg;
 	struct ts_pulls *p = j->p;
 	/* the operator's credentials are not an API caller's: serve pulls anonymously */
-	struct ts_oci_pull_opts o = { .no_credentials = true, .cancel = &p->cancel };
+	struct ts_oci_pull_opts o = { .no_credentials = true,
+				      .max_bytes = p->max_bytes,
+				      .max_download = p->max_bytes,
+				      .cancel = &p->cancel };
 	struct ts_error err = { 0 };
 	char digest[80];
 	int r = ts_oci_pull(p->root, j->ref, NULL, &o, digest, sizeof(digest), &err);
@@ -155,7 +159,7 @@ static void on_done(void *userdata, short revents)
 	}
 }
 
-int ts_pulls_new(struct ts_loop *loop, const char *root, struct ts_pulls **ret,
+int ts_pulls_new(struct ts_loop *loop, const char *root, uint64_t max_bytes, struct ts_pulls **ret,
 		 struct ts_error *err)
 {
 	struct ts_pulls *p = calloc(1, sizeof(*p));
@@ -170,6 +174,7 @@ int ts_pulls_new(struct ts_loop *loop, const char *root, struct ts_pulls **ret,
 	pthread_mutex_init(&p->mu, NULL);
 	p->refs = 1;
 	snprintf(p->root, sizeof(p->root), "%s", root);
+	p->max_bytes = max_bytes ? max_bytes : TS_PULLS_DEFAULT_MAX_BYTES;
 	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (p->efd < 0) {
 		int r = ts_err_errno(err, -errno, "eventfd");
@@ -339,7 +344,12 @@ static void pending_done(void *userdata, int r, const char *msg)
 				 r == -ENOENT || r == -ESHUTDOWN ? ""
 								 : "pulling the image failed: ",
 				 msg);
-			pc->fail(pc->req, r == -ENOENT ? 404 : r == -ESHUTDOWN ? 503 : 502, text);
+			pc->fail(pc->req,
+				 r == -ENOENT	   ? 404
+				 : r == -ESHUTDOWN ? 503
+				 : r == -EFBIG	   ? 507
+						   : 502,
+				 text);
 		}
 	}
 	free(pc);

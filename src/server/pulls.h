@@ -15,6 +15,7 @@
  * create) and their threads joined, waiting at most TS_PULLS_STOP_S seconds.
  */
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -23,11 +24,16 @@ struct ts_srv;
 
 #define TS_PULLS_MAX 4
 #define TS_PULLS_STOP_S 5
+/* what one pull may download and each of its layers unpack to, unless `--pull-max-size`
+ * says otherwise: a caller names the image, the operator bounds what it costs the disk */
+#define TS_PULLS_DEFAULT_MAX_BYTES (8ULL << 30)
 
 struct ts_loop;
 struct ts_pulls;
 
-int ts_pulls_new(struct ts_loop *loop, const char *root, struct ts_pulls **ret,
+/* max_bytes: the most one pull downloads, and each of its layers unpacks to (0: the
+ * default); a bigger image fails with -EFBIG (507) before its layers are fetched */
+int ts_pulls_new(struct ts_loop *loop, const char *root, uint64_t max_bytes, struct ts_pulls **ret,
 		 struct ts_error *err);
 void ts_pulls_free(struct ts_pulls *p);
 
@@ -41,7 +47,7 @@ int ts_pulls_start(struct ts_pulls *p, const char *ref,
  * For a create handler: when image is a registry reference the store lacks (and serve
  * pulls: the local backend), defer req, pull it, and then call handler(srv, req) again
  * (the store has it now) or fail(req, status, message) (404: the registry has no such
- * image; 503: busy or stopping; 502: the pull failed). True when req is taken (deferred
+ * image; 503: busy or stopping; 507: bigger than the pulls' limit; 502: the pull failed). True when req is taken (deferred
  * or answered); false: go on.
  */
 bool ts_pulls_first(struct ts_srv *srv, struct ts_req *req, const char *image,

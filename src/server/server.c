@@ -290,7 +290,7 @@ int ts_serve(const struct ts_serve_opts *o, struct ts_error *err)
 		goto out;
 	srv.root = paths.root;
 	if (!strcmp(ts_backend_name(srv.be), "local") &&
-	    (r = ts_pulls_new(srv.loop, paths.root, &srv.pulls, err)) < 0)
+	    (r = ts_pulls_new(srv.loop, paths.root, o->pull_max_bytes, &srv.pulls, err)) < 0)
 		goto out;
 	if (o->pool && o->pool[0] && strcmp(ts_backend_name(srv.be), "local") != 0) {
 		r = ts_err(err, -EOPNOTSUPP, "`--pool` needs the local backend, not `%s`",

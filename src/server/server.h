@@ -37,7 +37,8 @@ struct ts_serve_opts {
 	/* registries a create may pull a template from (`--pull`; "*": any not on a
 	 * loopback or private address), NULL-terminated; NULL: serve pulls nothing */
 	const char *const *pull_from;
-	int listen_fd, envd_fd; /* socket-activated fds (-1: none) */
+	uint64_t pull_max_bytes; /* `--pull-max-size` (0: pulls.h's default) */
+	int listen_fd, envd_fd;	 /* socket-activated fds (-1: none) */
 	/* told once every listener is up: the real addresses (a port 0 asked is chosen) */
 	void (*ready)(void *userdata, const char *control, const char *envd);
 	/* the backend's warnings (a sandbox's start found a workspace it cannot write, ...) */

@@ -37,6 +37,7 @@
 struct seen {
 	int list_calls;
 	int upload_ok;
+	int multipart_ok, many_ok, metrics_calls;
 	int accepts, requests;
 	int bad_request; /* a request the server found malformed (its reason below) */
 	char why[256];
@@ -264,8 +265,8 @@ static bool has(const struct req *q, const char *name, const char *value)
 
 static void envd_headers_ok(const struct req *q)
 {
-	if (!has(q, "E2b-Sandbox-Id", "sbx1") || !has(q, "E2b-Sandbox-Port", "49983") ||
-	    !has(q, "X-Access-Token", "tok"))
+	if ((!has(q, "E2b-Sandbox-Id", "sbx1") && !has(q, "E2b-Sandbox-Id", "old1")) ||
+	    !has(q, "E2b-Sandbox-Port", "49983") || !has(q, "X-Access-Token", "tok"))
 		bad("envd headers missing on %s", q->target);
 }
 
@@ -411,6 +412,61 @@ static uint8_t pattern(size_t i)
 	return (uint8_t)(i * 7 + i / 251);
 }
 
+/* One part of a multipart/form-data body as E2B's uploads send it. */
+struct part {
+	char filename[256];
+	const uint8_t *data;
+	size_t len;
+};
+
+/* The `file` parts of q's multipart body (spec §5's shape exactly), or -1. */
+static int parts_of(const struct req *q, struct part *p, int max)
+{
+	const char *ct = header(q, "Content-Type");
+	const uint8_t *cur, *end = q->body + q->len;
+	char delim[128], needle[140];
+	size_t dl;
+	int n = 0;
+
+	if (!ct || strncmp(ct, "multipart/form-data; boundary=", 30) || strlen(ct + 30) > 70)
+		return -1;
+	snprintf(delim, sizeof(delim), "--%s", ct + 30);
+	snprintf(needle, sizeof(needle), "\r\n%s", delim);
+	dl = strlen(delim);
+	if (q->len < dl || memcmp(q->body, delim, dl))
+		return -1;
+	for (cur = q->body + dl;;) {
+		const uint8_t *hend, *dend;
+		const char *fn;
+		char hdrs[1024];
+
+		if (end - cur == 4 && !memcmp(cur, "--\r\n", 4))
+			return n;
+		if (end - cur < 2 || memcmp(cur, "\r\n", 2) || n >= max)
+			return -1;
+		cur += 2;
+		hend = memmem(cur, (size_t)(end - cur), "\r\n\r\n", 4);
+		if (!hend || (size_t)(hend - cur) >= sizeof(hdrs))
+			return -1;
+		memcpy(hdrs, cur, (size_t)(hend - cur));
+		hdrs[hend - cur] = '\0';
+		if (strncmp(hdrs, "Content-Disposition: form-data; name=\"file\"; filename=\"",
+			    55) ||
+		    !strstr(hdrs, "\r\nContent-Type: application/octet-stream"))
+			return -1;
+		fn = hdrs + 55;
+		snprintf(p[n].filename, sizeof(p[n].filename), "%.*s", (int)strcspn(fn, "\""), fn);
+		cur = hend + 4;
+		dend = memmem(cur, (size_t)(end - cur), needle, strlen(needle));
+		if (!dend)
+			return -1;
+		p[n].data = cur;
+		p[n].len = (size_t)(dend - cur);
+		n++;
+		cur = dend + strlen(needle);
+	}
+}
+
 static void serve_files(int fd, const struct req *q)
 {
 	envd_headers_ok(q);
@@ -429,6 +485,38 @@ static void serve_files(int fd, const struct req *q)
 	} else if (!strcmp(q->method, "GET")) {
 		reply(fd, 404, "application/json", NULL,
 		      "{\"code\":404,\"message\":\"path '/missing' does not exist\"}");
+	} else if (!strcmp(q->target, "/files?path=%2Fold-up")) {
+		/* envd older than 0.5.7: the upload as the SDK's multipart, one part */
+		struct part p[2];
+		bool good = parts_of(q, p, 2) == 1 && !strcmp(p[0].filename, "/old-up") &&
+			    p[0].len == BIG_WRITE && has(q, "Transfer-Encoding", "chunked");
+
+		for (size_t i = 0; good && i < p[0].len; i++)
+			good = p[0].data[i] == pattern(i);
+		seen->multipart_ok += good;
+		if (!good)
+			bad("the old envd's upload is not the SDK's multipart");
+		reply(fd, 200, "application/json", NULL,
+		      "[{\"path\":\"/old-up\",\"name\":\"old-up\",\"type\":\"file\"}]");
+	} else if (!strcmp(q->target, "/files?username=user")) {
+		/* files.write([...]): no path query, a part per file named by its path */
+		struct part p[3];
+		bool good = parts_of(q, p, 3) == 2 && !strcmp(p[0].filename, "/m/a.txt") &&
+			    p[0].len == 5 && !memcmp(p[0].data, "hello", 5) &&
+			    !strcmp(p[1].filename, "rel/b.bin") && p[1].len == BIG_WRITE;
+
+		for (size_t i = 0; good && i < p[1].len; i++)
+			good = p[1].data[i] == pattern(i);
+		seen->many_ok += good;
+		if (!good)
+			bad("files.write of two files is not the SDK's multipart");
+		reply(fd, 200, "application/json", NULL,
+		      "[{\"path\":\"/m/a.txt\",\"name\":\"a.txt\",\"type\":\"file\"},"
+		      "{\"path\":\"/home/user/rel/b.bin\",\"name\":\"b.bin\",\"type\":"
+		      "\"file\"}]");
+	} else if (!strcmp(q->target, "/files")) {
+		reply(fd, 400, "application/json", NULL,
+		      "{\"code\":400,\"message\":\"path '/x' is given twice\"}");
 	} else if (!strcmp(q->target, "/files?path=%2Fup")) {
 		bool good = q->len == BIG_WRITE &&
 			    has(q, "Content-Type", "application/octet-stream");
@@ -441,6 +529,17 @@ static void serve_files(int fd, const struct req *q)
 	} else {
 		reply(fd, 507, "application/json", NULL, "{\"code\":507,\"message\":\"no space\"}");
 	}
+}
+
+/* envd's /health as E2B's proxy answers it: 204 for the live sandbox, 502 for one gone. */
+static void serve_health(int fd, const struct req *q)
+{
+	if (has(q, "E2b-Sandbox-Id", "sbx1"))
+		reply(fd, 204, NULL, NULL, NULL);
+	else
+		reply(fd, 502, "application/json", NULL,
+		      "{\"sandboxId\":\"old1\",\"message\":\"The sandbox was not found\","
+		      "\"code\":502}");
 }
 
 static void serve_unary(int fd, const struct req *q)
@@ -546,6 +645,23 @@ static void serve_api(int fd, const struct req *q)
 			reply(fd, 200, "application/json", NULL,
 			      "[{\"sandboxID\":\"sbx2\",\"templateID\":\"base\",\"state\":"
 			      "\"paused\"}]");
+	} else if (!strcmp(q->method, "GET") &&
+		   !strncmp(q->target, "/sandboxes/sbx1/metrics", 23)) {
+		/* getMetrics: the window in whole unix seconds (spec §2) */
+		if (seen->metrics_calls++ == 1 &&
+		    strcmp(q->target, "/sandboxes/sbx1/metrics?start=1704164645&end=1704164706"))
+			bad("metrics window wrong: %.200s", q->target);
+		reply(fd, 200, "application/json", NULL,
+		      "[{\"timestamp\":\"2024-01-02T03:04:05Z\",\"timestampUnix\":1704164645,"
+		      "\"cpuCount\":2,\"cpuUsedPct\":12.5,\"memUsed\":1048576,\"memTotal\":"
+		      "536870912,\"memCache\":4096,\"diskUsed\":2097152,\"diskTotal\":"
+		      "1073741824},{\"timestampUnix\":1704164650,\"cpuCount\":2,\"cpuUsedPct\":"
+		      "0,\"memUsed\":1048576,\"memTotal\":536870912,\"memCache\":0,"
+		      "\"diskUsed\":2097152,\"diskTotal\":1073741824}]");
+	} else if (!strcmp(q->method, "POST") && !strcmp(q->target, "/v2/sandboxes/old1/connect")) {
+		reply(fd, 200, "application/json", NULL,
+		      "{\"sandboxID\":\"old1\",\"templateID\":\"base\",\"clientID\":\"c\","
+		      "\"envdVersion\":\"0.5.6\",\"envdAccessToken\":\"tok\"}");
 	} else if (!strcmp(q->method, "DELETE") && !strcmp(q->target, "/sandboxes/sbx1")) {
 		reply(fd, 204, NULL, NULL, NULL);
 	} else {
@@ -568,8 +684,10 @@ static void serve_conn(int fd)
 			serve_connect(fd, &q);
 		else if (!strcmp(q.target, "/filesystem.Filesystem/WatchDir"))
 			serve_watch(fd, &q);
-		else if (!strncmp(q.target, "/files?", 7))
+		else if (!strncmp(q.target, "/files?", 7) || !strcmp(q.target, "/files"))
 			serve_files(fd, &q);
+		else if (!strcmp(q.target, "/health"))
+			serve_health(fd, &q);
 		else
 			serve_unary(fd, &q);
 		free(q.body);
@@ -838,6 +956,27 @@ static void test_files(struct ts_sb *sb)
 	   r < 0 ? err.msg : "");
 	r = ts_file_write(sb, "/full", NULL, big, 10, -1, &err);
 	ok(r < 0 && ts_be_code(&err) == TS_BE_NOT_ENOUGH_SPACE, "a 507 is not_enough_space");
+
+	struct ts_file_data many[] = {
+		{ .path = "/m/a.txt", .data = "hello", .len = 5, .mode = -1 },
+		{ .path = "rel/b.bin", .data = big, .len = BIG_WRITE, .mode = -1 },
+	};
+	size_t done = 0;
+
+	r = ts_file_write_many(sb, many, 2, "user", &done, &err);
+	ok(r == 0 && done == 2 && seen->many_ok == 1,
+	   "write_many: one multipart POST /files?username=user, a `file` part per file named by "
+	   "its path (%s)",
+	   r < 0 ? err.msg : "");
+	many[1].path = "/m/a.txt";
+	r = ts_file_write_many(sb, many, 2, NULL, &done, &err);
+	ok(r < 0 && ts_be_code(&err) == TS_BE_INVALID_ARGUMENT && done == 0,
+	   "write_many naming a path twice: invalid_argument before any request");
+	many[1].path = "/m/q\"uote";
+	many[1].len = 1;
+	r = ts_file_write_many(sb, many, 2, NULL, &done, &err);
+	ok(r < 0 && ts_be_code(&err) == TS_BE_NOT_ENOUGH_SPACE && done == 0 && seen->many_ok == 1,
+	   "write_many of a path no filename can carry: one octet-stream POST each (%s)", err.msg);
 	free(big);
 
 	struct ts_watch *w = NULL;
@@ -862,6 +1001,71 @@ static void test_files(struct ts_sb *sb)
 		   "watch: create then remove; keepalive and UNSPECIFIED dropped");
 		ts_watch_close(w);
 	}
+}
+
+/* getMetrics, isRunning, and an old envd's uploads. */
+static void test_probes(struct ts_backend *b, const char *url)
+{
+	struct ts_error err = { 0 };
+	struct ts_sb_metric *v = NULL;
+	struct ts_backend *b2 = NULL;
+	struct ts_sb *sb = NULL, *old = NULL;
+	bool running = false;
+	uint8_t *big;
+	size_t n = 0;
+	int r;
+
+	r = ts_sb_metrics(b, "sbx1", 0, 0, &v, &n, &err);
+	ok(r == 0 && n == 2 && v[0].ts_ms == 1704164645000LL && v[0].cpu_count == 2 &&
+		   v[0].cpu_pct == 12.5 && v[0].mem_used == 1048576 &&
+		   v[0].mem_total == 536870912 && v[0].mem_cache == 4096 &&
+		   v[0].disk_used == 2097152 && v[0].disk_total == 1073741824 &&
+		   v[1].ts_ms == 1704164650000LL,
+	   "metrics: SandboxMetric as ts_sb_metric (RFC 3339 time, else timestampUnix) (%s)",
+	   r < 0 ? err.msg : "");
+	free(v);
+	r = ts_sb_metrics(b, "sbx1", 1704164645500LL, 1704164705100LL, &v, &n, &err);
+	ok(r == 0 && n == 2 && seen->metrics_calls == 2,
+	   "metrics: a window in ms asks for the whole seconds that hold it");
+	free(v);
+	r = ts_sb_metrics(b, "gone", 0, 0, &v, &n, &err);
+	ok(r < 0 && ts_be_code(&err) == TS_BE_NOT_FOUND && !v && !n,
+	   "metrics of an unknown sandbox: not_found");
+	r = ts_sb_metrics(b, "sbx1", 2000, 1000, &v, &n, &err);
+	ok(r < 0 && ts_be_code(&err) == TS_BE_INVALID_ARGUMENT, "metrics: a window ending first");
+
+	r = ts_sb_connect(b, "sbx1", -1, &sb, &err);
+	r = r < 0 ? r : ts_sb_is_running(sb, &running, &err);
+	ok(r == 0 && running, "isRunning: envd's /health answered 204");
+	ts_sb_close(sb);
+	r = ts_sb_connect(b, "old1", -1, &old, &err);
+	ok(r == 0, "connect to a sandbox with envd 0.5.6 (%s)", r < 0 ? err.msg : "");
+	if (r < 0)
+		return;
+	running = true;
+	r = ts_sb_is_running(old, &running, &err);
+	ok(r == 0 && !running, "isRunning: a 502 from the proxy is `not running`, no error");
+	big = malloc(BIG_WRITE);
+	for (size_t i = 0; i < BIG_WRITE; i++)
+		big[i] = pattern(i);
+	r = ts_file_write(old, "/old-up", NULL, big, BIG_WRITE, -1, &err);
+	ok(r == 0 && seen->multipart_ok == 1,
+	   "write to envd < 0.5.7: the SDK's multipart, streamed (chunked), one part named by "
+	   "the path (%s)",
+	   r < 0 ? err.msg : "");
+	free(big);
+	ts_sb_close(old);
+
+	/* envd nobody answers for: the control plane works, the sandbox's envd does not */
+	setenv("E2B_SANDBOX_URL", "http://127.0.0.1:1", 1);
+	r = ts_backend_open("e2b", &b2, &err);
+	setenv("E2B_SANDBOX_URL", url, 1);
+	r = r < 0 ? r : ts_sb_connect(b2, "sbx1", -1, &sb, &err);
+	r = r < 0 ? r : ts_sb_is_running(sb, &running, &err);
+	ok(r < 0 && ts_be_code(&err) == TS_BE_UNAVAILABLE,
+	   "isRunning with envd unreachable: unavailable, a typed error (%s)", err.msg);
+	ts_sb_close(sb);
+	ts_backend_free(b2);
 }
 
 int main(void)
@@ -955,6 +1159,8 @@ int main(void)
 	   "reap: E2B ends sandboxes itself");
 	/* the streams each hold a connection while they run; the unary calls and REST
 	 * calls between them reuse what is idle */
+	ok(seen->bad_request == 0, "the server found every request well-formed (%s)", seen->why);
+	test_probes(b, url);
 	ok(seen->accepts > 0 && seen->accepts * 3 < seen->requests,
 	   "connections are reused: %d connections for %d requests", seen->accepts, seen->requests);
 	ok(seen->bad_request == 0, "the server found every request well-formed (%s)", seen->why);

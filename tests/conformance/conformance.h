@@ -61,8 +61,13 @@ enum conf_op {
 	C_SB_RESUME,	 /* ts_sb_resume(sb) */
 	C_SB_EXPIRE,	 /* the runner acts on expired timeouts (local: `toren-sandbox reap`) */
 	C_SB_CLOSE,	 /* ts_sb_close(sb): the handle only */
-	C_SNAPSHOT,	 /* snapshot slot h <- ts_sb_snapshot(sb, name text) (${SNAP:h}) */
-	C_SNAP_DELETE,	 /* ts_backend_snapshot_delete(id, expanded) */
+	C_SB_RUNNING,	 /* ts_sb_is_running(sb): expect.yes */
+	/* ts_sb_metrics(id or ${ID:sb}): over all time, or with ms > 0 over [now - 2 ms,
+	 * now - ms]. expect.yes: within CONF_WAIT_MS a sample comes, every one of them
+	 * plausible (its time in the sandbox's life, CPUs, memory and disk); absent: none */
+	C_SB_METRICS,
+	C_SNAPSHOT,    /* snapshot slot h <- ts_sb_snapshot(sb, name text) (${SNAP:h}) */
+	C_SNAP_DELETE, /* ts_backend_snapshot_delete(id, expanded) */
 	/* commands */
 	C_RUN,		  /* ts_be_run: the whole command, output captured */
 	C_START,	  /* h <- ts_cmd_start, pid slot <- its pid (detach: no stream) */
@@ -83,6 +88,7 @@ enum conf_op {
 	C_INPUT_PENDING0, /* ts_cmd_input_pending(h) is 0 */
 	/* files */
 	C_WRITE,	/* ts_file_write (stream: ts_xfer_* in small pieces) */
+	C_WRITE_MANY,	/* ts_file_write_many: path gets text, path2 the data kind */
 	C_READ,		/* ts_file_read (stream: ts_xfer_*): expect.data / expect.out */
 	C_XFER_ABANDON, /* a write started, data pushed, closed before finish */
 	C_STAT,		/* ts_file_stat: expect.type, size, mode */

@@ -127,6 +127,39 @@ static int do_write(struct conf *c, const struct conf_step *st)
 	return r < 0 ? r : 0;
 }
 
+static int do_write_many(struct conf *c, const struct conf_step *st)
+{
+	struct ts_error err = { 0 };
+	char path[4096], path2[4096], text[4096];
+	struct ts_file_data f[2];
+	size_t len, done = 99;
+	uint8_t *data = conf_gen(c, st->data, st->size, st->text, &len);
+	int r;
+
+	if (!data)
+		return conf_fail(c, "out of memory");
+	if (conf_need_sb(c, st->sb) < 0) {
+		free(data);
+		return -1;
+	}
+	conf_expand(c, st->text, text, sizeof(text));
+	f[0] = (struct ts_file_data){ .path = conf_expand(c, st->path, path, sizeof(path)),
+				      .data = text,
+				      .len = strlen(text),
+				      .mode = -1 };
+	f[1] = (struct ts_file_data){ .path = conf_expand(c, st->path2, path2, sizeof(path2)),
+				      .data = data,
+				      .len = len,
+				      .mode = -1 };
+	r = ts_file_write_many(c->sb[st->sb], f, 2, st->user, &done, &err);
+	free(data);
+	if ((r = conf_check_code(c, r, &err, &st->expect)) != 0)
+		return r < 0 ? r : 0;
+	if (done != 2)
+		return conf_fail(c, "%zu files written, want 2", done);
+	return 0;
+}
+
 static int do_read(struct conf *c, const struct conf_step *st)
 {
 	struct ts_error err = { 0 };
@@ -385,6 +418,8 @@ int conf_files_step(struct conf *c, const struct conf_step *st)
 	switch (st->op) {
 	case C_WRITE:
 		return do_write(c, st);
+	case C_WRITE_MANY:
+		return do_write_many(c, st);
 	case C_READ:
 		return do_read(c, st);
 	case C_XFER_ABANDON:

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tap.h"
+
 /* --- sandboxes ---------------------------------------------------------------------- */
 
 static const char *sb_ref(struct conf *c, const struct conf_step *st, char *buf, size_t len)
@@ -251,6 +253,95 @@ static int do_sb_simple(struct conf *c, const struct conf_step *st)
 	return r < 0 ? r : 0;
 }
 
+static int do_sb_running(struct conf *c, const struct conf_step *st)
+{
+	struct ts_error err = { 0 };
+	bool running = !st->expect.yes;
+	int r;
+
+	if (conf_need_sb(c, st->sb) < 0)
+		return -1;
+	r = ts_sb_is_running(c->sb[st->sb], &running, &err);
+	if ((r = conf_check_code(c, r, &err, &st->expect)) != 0)
+		return r < 0 ? r : 0;
+	if (running != st->expect.yes)
+		return conf_fail(c, "is_running says %s, want %s", running ? "yes" : "no",
+				 st->expect.yes ? "yes" : "no");
+	return 0;
+}
+
+/* A sample as a sandbox made in this run could have it: 0, or -1 with c->why. */
+static int metric_plausible(struct conf *c, const struct ts_sb_metric *m, long long since)
+{
+	long long now = conf_now_ms();
+
+	if (m->ts_ms < since - 10000 || m->ts_ms > now + 10000)
+		return conf_fail(c,
+				 "a sample of %lld ms ago, from outside the sandbox's life "
+				 "(made %lld ms ago)",
+				 now - m->ts_ms, now - since);
+	if (m->cpu_count < 1 || m->cpu_count > 4096)
+		return conf_fail(c, "a sample with %u CPUs", m->cpu_count);
+	if (!(m->cpu_pct >= 0 && m->cpu_pct <= 100))
+		return conf_fail(c, "a sample with %g %% CPU", m->cpu_pct);
+	if (m->mem_total < (1U << 20) || !m->mem_used || m->mem_used > m->mem_total)
+		return conf_fail(c, "a sample with %llu of %llu bytes of memory used",
+				 (unsigned long long)m->mem_used, (unsigned long long)m->mem_total);
+	if (!m->disk_total || m->disk_used > m->disk_total)
+		return conf_fail(c, "a sample with %llu of %llu bytes of disk used",
+				 (unsigned long long)m->disk_used,
+				 (unsigned long long)m->disk_total);
+	return 0;
+}
+
+static int do_sb_metrics(struct conf *c, const struct conf_step *st)
+{
+	const struct conf_expect *e = &st->expect;
+	struct ts_error err = { 0 };
+	char buf[256];
+	const char *id = sb_ref(c, st, buf, sizeof(buf));
+	long long since = conf_now_ms() - 600000, deadline = conf_mono_ms() + CONF_WAIT_MS;
+	struct ts_sb_info info;
+
+	/* a sample of a sandbox at hand is from its life: since it was made */
+	if (!st->id && c->sb[st->sb] && ts_sb_info(c->sb[st->sb], &info, &err) == 0) {
+		if (info.created_ms > 0)
+			since = info.created_ms;
+		ts_sb_info_clear(&info);
+	}
+
+	for (;;) {
+		long long now = conf_now_ms();
+		struct ts_sb_metric *v = NULL;
+		size_t n = 0;
+		int r = ts_sb_metrics(c->r->b, id, st->ms > 0 ? now - 2 * st->ms : 0,
+				      st->ms > 0 ? now - st->ms : 0, &v, &n, &err);
+
+		if ((r = conf_check_code(c, r, &err, e)) != 0)
+			return r < 0 ? r : 0;
+		for (size_t i = 0; r == 0 && i < n; i++)
+			r = metric_plausible(c, &v[i], since);
+		if (r == 0 && n)
+			diag("%zu samples, the last %lld ms ago: %u CPUs at %.1f %%, memory %llu "
+			     "of %llu, disk %llu of %llu bytes",
+			     n, now - v[n - 1].ts_ms, v[n - 1].cpu_count, v[n - 1].cpu_pct,
+			     (unsigned long long)v[n - 1].mem_used,
+			     (unsigned long long)v[n - 1].mem_total,
+			     (unsigned long long)v[n - 1].disk_used,
+			     (unsigned long long)v[n - 1].disk_total);
+		free(v);
+		if (r < 0)
+			return r;
+		if (e->absent && n)
+			return conf_fail(c, "%zu samples, want none", n);
+		if (!e->yes || n)
+			return 0;
+		if (conf_mono_ms() > deadline)
+			return conf_fail(c, "no sample in %d ms", CONF_WAIT_MS);
+		usleep(250 * 1000);
+	}
+}
+
 /* --- backends and error classes ----------------------------------------------------- */
 
 /* The `none` backend: every call refused, saying how to enable one. */
@@ -378,6 +469,10 @@ int conf_sb_step(struct conf *c, const struct conf_step *st)
 		ts_sb_close(c->sb[st->sb]);
 		c->sb[st->sb] = NULL;
 		return 0;
+	case C_SB_RUNNING:
+		return do_sb_running(c, st);
+	case C_SB_METRICS:
+		return do_sb_metrics(c, st);
 	case C_SNAPSHOT:
 		return do_snapshot(c, st);
 	case C_SNAP_DELETE:

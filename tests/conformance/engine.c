@@ -69,6 +69,9 @@ static const char *const op_names[] = {
 	[C_UNAUTHENTICATED] = "unauthenticated",
 	[C_CODE] = "code",
 	[C_SNAPSHOT] = "snapshot",
+	[C_SB_RUNNING] = "sb_running",
+	[C_SB_METRICS] = "sb_metrics",
+	[C_WRITE_MANY] = "write_many",
 	[C_SNAP_DELETE] = "snap_delete",
 	[C_SLEEP] = "sleep",
 };
@@ -318,6 +321,8 @@ static int step(struct conf *c, const struct conf_step *st)
 	case C_SB_RESUME:
 	case C_SB_EXPIRE:
 	case C_SB_CLOSE:
+	case C_SB_RUNNING:
+	case C_SB_METRICS:
 	case C_SNAPSHOT:
 	case C_SNAP_DELETE:
 	case C_OPEN:
@@ -344,6 +349,7 @@ static int step(struct conf *c, const struct conf_step *st)
 	case C_INPUT_PENDING0:
 		return conf_cmd_step(c, st);
 	case C_WRITE:
+	case C_WRITE_MANY:
 	case C_READ:
 	case C_XFER_ABANDON:
 	case C_STAT:

@@ -4,7 +4,9 @@
  * caller is not trusted at all). The input is split at NUL bytes into argv. Checks beyond
  * "no crash, no leak": a refusal is a well-formed error, and an accepted line satisfies
  * what main.c relies on (a root mount first, absolute destinations without `..`, id maps
- * present, a program after `--`).
+ * present, a program after `--`). A line of the tree modes (`--copy-tree`,
+ * `--scan-protected`) goes to their own parser (src/helper/treeargs.c): an accepted one
+ * maps id 0, and a scan is bounded and has basename patterns only.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "helper.h"
+#include "treeargs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -24,6 +27,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 			abort();                                                                   \
 		}                                                                                  \
 	} while (0)
+
+static void tree_args(int argc, char **argv)
+{
+	struct ts_helper_ctx ctx;
+	struct ts_tree_args a;
+	struct ts_error err = { 0 };
+	int r = ts_treeargs_parse(argc, argv, &ctx, &a, &err);
+
+	if (r < 0) {
+		CHECK(err.code > 0);
+		CHECK(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
+		CHECK(err.msg[0] != '\0');
+		return;
+	}
+	CHECK(r == 0);
+	CHECK(ctx.n_uid_map >= 1 && ctx.n_uid_map <= TS_HELPER_MAX_IDMAP);
+	CHECK(ctx.n_gid_map >= 1 && ctx.n_gid_map <= TS_HELPER_MAX_IDMAP);
+	CHECK(ts_helper_id_mapped(ctx.uid_map, ctx.n_uid_map, 0));
+	CHECK(ts_helper_id_mapped(ctx.gid_map, ctx.n_gid_map, 0));
+	CHECK((a.mode == TS_TREE_SCAN) == !strcmp(argv[1], "--scan-protected"));
+	CHECK(a.n_patterns <= TS_TREE_MAX_PATTERNS);
+	if (a.mode == TS_TREE_SCAN) {
+		CHECK(a.max_entries > 0);
+		CHECK(!a.copy.set_owner);
+	}
+	for (size_t i = 0; i < a.n_patterns; i++)
+		CHECK(a.patterns[i][0] && !strchr(a.patterns[i], '/'));
+	if (a.copy.set_owner)
+		CHECK(a.mode == TS_TREE_COPY &&
+		      ts_helper_id_mapped(ctx.uid_map, ctx.n_uid_map, a.copy.owner_uid));
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -51,6 +85,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(buf);
 			return 0;
 		}
+	if (argc >= 2 &&
+	    (!strcmp(argv[1], "--copy-tree") || !strcmp(argv[1], "--scan-protected"))) {
+		tree_args(argc, argv);
+		free(buf);
+		return 0;
+	}
 	r = ts_helper_parse_args(&ctx, argc, argv, &err);
 	if (r < 0) {
 		CHECK(err.code > 0);

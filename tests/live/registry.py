@@ -372,6 +372,7 @@ def run_tests(work, port, data):
     token_tests(work, base)
     docker_token_tests(work, base)
     serve_tests(work, host, base)
+    serve_limit_tests(work, host, base)
     agent_tests(work, host, base)
 
 
@@ -470,6 +471,51 @@ def serve_tests(work, host, base):
             serve.wait()
         err = serve.stderr.read()
         t(serve.returncode == 0, "serve stops cleanly") or diag(err[-2000:])
+
+
+def serve_limit_tests(work, host, base):
+    """serve --pull-max-size: an image whose layers to fetch weigh more is 507 before any
+    layer is downloaded, and the store gains neither a layer nor a name."""
+    lay = images.Layout(f"{work}/big")
+    m = lay.image([base, [("big", "file", os.urandom(256 << 10), 0o644)]])
+    lay.index([images.named(m, "b")])
+    push(f"{work}/big", "b", f"{host}/test/big:1")
+    before = layer_dirs()
+    serve = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen", "127.0.0.1:0",
+                              "--pull", host, "--pull-max-size", "64K"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = serve.stdout.readline()
+        mm = re.search(r"control plane on (\S+), envd on (\S+)", line)
+        if not t(mm is not None, "serve --pull-max-size 64K starts") or not mm:
+            diag(line)
+            return
+        h, p = mm.group(1).rstrip(",").rsplit(":", 1)
+        c = http.client.HTTPConnection(h, int(p), timeout=120)
+        c.request("POST", "/v2/sandboxes", body=json.dumps({"templateID": f"{host}/test/big:1"}),
+                  headers={"X-API-KEY": "k", "Content-Type": "application/json"})
+        r = c.getresponse()
+        try:
+            j = json.loads(r.read() or b"null")
+        except ValueError:
+            j = None
+        c.close()
+        msg = (j or {}).get("message") or ""
+        t(r.status == 507 and (j or {}).get("code") == 507 and "nothing was downloaded" in msg,
+          f"a 256 KiB layer against --pull-max-size 64K: 507 JSON before the download ({r.status} {j})")
+        t(layer_dirs() == before, "the refused pull left no layer in the store")
+        r2 = ts("image", "ls")
+        t(f"{host}/test/big:1" not in r2.stdout, "and no image name") or diag(r2.stdout)
+    finally:
+        serve.terminate()
+        try:
+            serve.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            serve.wait()
+    r = subprocess.run([cli, "serve", "--pull-max-size", "lots"], capture_output=True, text=True, timeout=30)
+    t(r.returncode == 2 and "--pull-max-size `lots`" in r.stderr,
+      "serve --pull-max-size with a bad size: exit 2, named") or diag(r.stderr)
 
 
 def serve_stop_tests(work, treg, base):

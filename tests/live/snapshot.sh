@@ -10,7 +10,10 @@
 # past its --max-size fails and leaves no directory and no record. Files the sandbox's
 # root wrote in the upper and the workspace (subordinate ids in mode user, copied by the
 # helper's --copy-tree) are restored as root's, and removed with the snapshot; the helper
-# refuses a copy that would map the host's root. TAP; runs under modes.sh.
+# refuses a copy that would map the host's root. Restored into a sandbox of one id (no
+# --user root), such a workspace arrives as the user's (the helper reads it, --owner),
+# modes kept, setid bits dropped, links as links; the upper's files are read by mode
+# through the lower layer. TAP; runs under modes.sh.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.sh"
@@ -206,5 +209,81 @@ else
 	st=$?
 	[ $st = 125 ] && grep -q "host's root" "$tmp/err" && [ -z "$(ls -A "$tmp/cd")" ]
 	tap_result $? "--copy-tree refuses a map of the host's root, copying nothing (status $st: $(head -c 120 "$tmp/err"))"
+fi
+# A restore into a sandbox of one id (create --image SNAP without --user root). In mode
+# user the snapshot's files of the sandbox's root belong to subordinate ids the new
+# sandbox cannot represent and the caller cannot read: the helper reads them and each
+# copy becomes the user's (1000 inside), modes kept, setid bits dropped, links copied as
+# links. As root every sandbox has the whole range: the owners stay.
+if [ $upper = yes ]; then
+	s3=$(create --user root)
+	# a setuid file in the tree: the sandbox's setid guard refuses to make one, the host
+	# side may (the workspace is a host directory)
+	ts exec --user user "$s3" -- sh -c 'mkdir -m 777 /home/user/rd /urd && echo mine > /home/user/mine' 2>"$tmp/err" &&
+	cp /bin/true "$root/$s3/workspace/suid" && chown --reference="$root/$s3/workspace" "$root/$s3/workspace/suid" &&
+	chmod 4755 "$root/$s3/workspace/suid" &&
+	ts exec --user root "$s3" -- sh -c 'umask 077 && mkdir /home/user/rd/e && echo private > /home/user/rd/e/p &&
+		echo open > /home/user/rd/o && chmod 644 /home/user/rd/o && ln -s /etc/shadow /home/user/rd/sh &&
+		echo private > /urd/p && echo open > /urd/o && chmod 644 /urd/o' 2>>"$tmp/err"
+	tap_result $? "a sandbox with a root: the user and its root write the workspace and the upper (0600 and 0700 of root)"
+	tap_diag_file "$tmp/err"
+	snap3=$(ts snapshot "$s3" 2>"$tmp/err")
+	tap_result $? "snapshot of it ($snap3)"
+	tap_diag_file "$tmp/err"
+	if [ "${TS_MODE:-}" = user ]; then
+		st=$(stat -c %u "$root/snapshots/$snap3/workspace/rd/e")
+		[ "$st" != "$(id -u)" ]
+		tap_result $? "control: the snapshot's root files belong to a subordinate id (host uid $st), not to the caller"
+		cat "$root/snapshots/$snap3/workspace/rd/e/p" >/dev/null 2>&1
+		[ $? != 0 ]
+		tap_result $? "control: the caller cannot read them in-process"
+		own=1000 reader=user
+	else
+		tap_skip "control: the snapshot's root files belong to a subordinate id" "mode ${TS_MODE:-?}: no subordinate ids"
+		tap_skip "control: the caller cannot read them in-process" "mode ${TS_MODE:-?}: no subordinate ids"
+		own=0 reader=root
+	fi
+	n_before=$(ls -A "$root" | wc -l)
+	r3=$(create --image "$snap3" 2>"$tmp/err")
+	[ -n "$r3" ]
+	tap_result $? "create --image SNAP without --user root starts ($r3)"
+	tap_diag_file "$tmp/err"
+	got=$(ts exec --user $reader "$r3" -- sh -c 'cd /home/user && stat -c "%n %u %g %a" mine suid rd rd/e rd/e/p rd/o &&
+		cat mine rd/e/p rd/o && readlink rd/sh && [ -L rd/sh ] && echo link' 2>&1 | tr '\n' ' ')
+	tap_is "$got" "mine 1000 1000 644 suid 1000 1000 755 rd 1000 1000 777 rd/e $own $own 700 rd/e/p $own $own 600 rd/o $own $own 644 mine private open /etc/shadow link " \
+		"the workspace arrives in a sandbox of one id: owners $own, modes kept, no setuid bit, the link a link"
+	[ -L "$root/$r3/workspace/rd/sh" ] && [ "$(readlink "$root/$r3/workspace/rd/sh")" = /etc/shadow ]
+	tap_result $? "the planted link to /etc/shadow is a link on the host too"
+	if [ "${TS_MODE:-}" = user ]; then
+		bad=$(find "$root/$r3/workspace" ! -user "$(id -u)" -printf '%p ' 2>&1)
+		tap_is "$bad" "" "on the host every restored file is the caller's"
+	else
+		tap_skip "on the host every restored file is the caller's" "mode ${TS_MODE:-?}: owners are kept"
+	fi
+	if [ "${TS_MODE:-}" = user ]; then
+		ts exec --user user "$r3" -- sh -c 'echo changed > /home/user/rd/e/p && rm /home/user/rd/o'
+		tap_result $? "the sandbox's user may change and delete what it restored"
+	else
+		tap_skip "the sandbox's user may change and delete what it restored" "mode ${TS_MODE:-?}: root's files stay root's"
+	fi
+	# the upper is a read-only lower layer here, never copied: root's files keep their
+	# subordinate owner, which the sandbox of one id shows as nobody, readable by mode
+	case ${TS_MODE:-} in user) lown=65534 ;; *) lown=0 ;; esac
+	got=$(ts exec --user user "$r3" -- sh -c 'stat -c "%u %a" /urd/p /urd/o && cat /urd/o; cat /urd/p 2>/dev/null || echo denied' | tr '\n' ' ')
+	tap_is "$got" "$lown 600 $lown 644 open denied " "the snapshot's layer of root's files is read as owner $lown, by mode (0644 read, 0600 denied)"
+	ts rm -f --purge "$r3" "$s3" >/dev/null 2>"$tmp/err"
+	tap_result $? "the restored sandbox and its source are removed"
+	tap_diag_file "$tmp/err"
+	[ ! -e "$root/$r3" ] && [ ! -e "$root/$s3" ] && [ "$(ls -A "$root" | wc -l)" -le "$n_before" ]
+	tap_result $? "nothing of them is left in the state root"
+	ts snapshot rm "$snap3" && [ ! -e "$root/snapshots/$snap3" ]
+	tap_result $? "the snapshot is removed with its files of subordinate ids"
+else
+	for c in "the user and its root write the workspace" "snapshot of it" "control: subordinate owner" \
+		"control: not readable in-process" "create --image SNAP without --user root" "the workspace arrives" \
+		"the link is a link on the host" "every restored file is the caller's" "the user may change it" \
+		"the layer is read by mode" "removed" "nothing left" "the snapshot is removed"; do
+		tap_skip "restore into one id: $c" "no root inside in this mode"
+	done
 fi
 tap_done

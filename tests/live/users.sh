@@ -178,6 +178,62 @@ ts exec -d -t "$id" -- true 2>/dev/null; tap_is $? 2 "exec -d with -t is a usage
 
 raw_checks
 
+# A directory of 0700 that root inside makes in the workspace, with a protected name in
+# it: in user mode its host owner is a subordinate id the caller cannot read, so the
+# start's protected-path scan runs again as root of the sandbox's mapping (the helper's
+# --scan-protected). The sandbox starts (stop/start, and a restore of a snapshot of it),
+# and the file in the root-only directory is read-only inside.
+ro_check() { # SANDBOX WHAT
+	local out st
+	out=$(ts exec --user root "$1" -- sh -c 'echo w >> /home/user/rd/e/.env' 2>&1)
+	st=$?
+	tap_is "$([ $st != 0 ] && echo refused):$(ts exec --user root "$1" -- cat /home/user/rd/e/.env)" \
+		"refused:secret" "$2: the protected .env in the root-only directory cannot be written ($st: $out)"
+	echo "$out" | grep -q "Read-only file system"
+	tap_result $? "$2: the write fails with EROFS (a read-only bind, not a mode)"
+	tap_is "$(ts exec --user root "$1" -- sh -c 'echo w > /home/user/rd/e/f && cat /home/user/rd/e/f' 2>&1)" \
+		w "$2: control: the other file in that directory is writable"
+}
+# (root inside has no capability: it writes where the user lets it, /home/user/rd)
+ts exec --user user "$id" -- mkdir -m 0777 /home/user/rd &&
+	ts exec --user root "$id" -- sh -c 'mkdir -m 0700 /home/user/rd/e && echo x > /home/user/rd/e/f && echo secret > /home/user/rd/e/.env'
+tap_result $? "root makes /home/user/rd/e (0700) holding f and a protected .env"
+if [ "$TS_MODE" = user ]; then
+	own=$(ts inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["workspace"])')
+	ls "$own/rd/e" >/dev/null 2>&1
+	tap_is $? 2 "the host user cannot read the directory itself (control: a subordinate id's 0700)"
+fi
+ts stop "$id" >/dev/null
+ts start "$id" >/dev/null 2>"$tmp/err"
+tap_result $? "start after stop, the workspace holding the root-only directory: $(head -c 300 "$tmp/err")"
+ro_check "$id" "after stop/start"
+snap=$(ts snapshot "$id" 2>"$tmp/err")
+tap_result $? "snapshot of it ($snap): $(head -c 200 "$tmp/err")"
+as_root=$([ "$TS_MODE" = user ] && echo --user root)
+rid=$(ts create $as_root --image "$snap" 2>"$tmp/err" | tail -n 1)
+[ -n "$rid" ]; tap_result $? "a restore of the snapshot ${as_root:+with $as_root }starts ($rid): $(head -c 300 "$tmp/err")"
+[ -n "$rid" ] && ro_check "$rid" "restored"
+[ -n "$rid" ] && ts rm -f --purge "$rid" >/dev/null 2>&1
+[ -n "$snap" ] && ts snapshot rm "$snap" >/dev/null 2>&1
+if [ "$TS_MODE" = user ]; then
+	# Not weakened: in a sandbox of one id (no --user root: the sandbox's user is the
+	# caller, no subordinate ids to scan as) a directory the caller cannot read still
+	# refuses the start, until its owner fixes the mode.
+	sid=$(ts create 2>/dev/null | tail -n 1)
+	ts exec "$sid" -- sh -c 'mkdir /home/user/z && echo s > /home/user/z/.env && chmod 0 /home/user/z' &&
+		ts stop "$sid" >/dev/null
+	ts start "$sid" >/dev/null 2>"$tmp/err"
+	st=$?
+	[ $st != 0 ] && grep -q "scan protected paths: open .z.: Permission denied" "$tmp/err"
+	tap_result $? "one id: a directory of mode 0 of the caller's still refuses the start ($st: $(head -c 200 "$tmp/err"))"
+	sws=$(ts inspect "$sid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["workspace"])')
+	chmod 700 "$sws/z" && ts start "$sid" >/dev/null 2>"$tmp/err"
+	tap_result $? "control: once its mode is fixed, it starts: $(head -c 200 "$tmp/err")"
+	ts exec "$sid" -- sh -c 'echo w >> /home/user/z/.env' 2>&1 | grep -q "Read-only file system"
+	tap_result $? "and the .env in it is read-only"
+	[ -n "$sid" ] && ts rm -f --purge "$sid" >/dev/null 2>&1
+fi
+
 # after a restart the same holds (the helper is asked again)
 ts restart "$id" >/dev/null; tap_result $? "restart"
 tap_is "$(ts exec --user root "$id" -- id -u)/$(ts exec --user user "$id" -- id -u)" 0/1000 \

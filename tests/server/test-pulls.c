@@ -85,7 +85,7 @@ int main(void)
 	    getsockname(ls, (struct sockaddr *)&sa, &sl) < 0)
 		return perror("listen on loopback"), 1;
 	snprintf(ref, sizeof(ref), "127.0.0.1:%u/x/y:1", ntohs(sa.sin_port));
-	if (!ok(ts_loop_new(&loop, &err) == 0 && ts_pulls_new(loop, root, &p, &err) == 0,
+	if (!ok(ts_loop_new(&loop, &err) == 0 && ts_pulls_new(loop, root, 0, &p, &err) == 0,
 		"pulls made (%s)", err.msg))
 		return exit_status();
 	before = threads();

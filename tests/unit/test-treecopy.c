@@ -3,7 +3,8 @@
  * The copier of snapshots (src/lib/treecopy.h) on a tree as a sandbox could leave it:
  * contents, modes without setid bits, times, user.* xattrs, symlinks copied as links and
  * never followed (one points at a FIFO outside: following it would block), FIFOs,
- * whiteouts; a device refused; the byte, entry and depth bounds.
+ * whiteouts; a device refused; the byte, entry and depth bounds; one owner for every copy
+ * (set_owner, as root).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -155,6 +156,34 @@ int main(void)
 		   "a device is refused (%s)", err.msg);
 	else
 		skip(1, "mknod of a device needs root");
+	/* set_owner (a restore into a sandbox of one id): every copy and the top get it */
+	if (geteuid() == 0) {
+		struct ts_treecopy c = { .set_owner = true, .owner_uid = 4242, .owner_gid = 4343 };
+		int s = dirfd_of("src"), d = dirfd_of("dst-owner");
+		const char *names[] = { "", "/d", "/d/e/f", "/setuid", "/trap", "/fifo" };
+		bool all = true;
+
+		ts_err_clear(&err);
+		if (chown(strcat(strcpy(p, base), "/src/d/e/f"), 1, 2) < 0)
+			diag("chown: %s", strerror(errno));
+		ok(ts_treecopy(s, d, &c, &err) == 0, "a copy with one owner (%s)", err.msg);
+		close(s);
+		close(d);
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			snprintf(p, sizeof(p), "%s/dst-owner%s", base, names[i]);
+			if (lstat(p, &st) < 0 || st.st_uid != 4242 || st.st_gid != 4343) {
+				diag("`%s`: %u:%u", p, (unsigned)st.st_uid, (unsigned)st.st_gid);
+				all = false;
+			}
+		}
+		ok(all,
+		   "every copy (directory, file of another owner, link, FIFO) has the one owner");
+		snprintf(p, sizeof(p), "%s/dst-owner/setuid", base);
+		ok(stat(p, &st) == 0 && (st.st_mode & 07777) == 0755,
+		   "with one owner too the setuid bit is dropped");
+	} else {
+		skip(3, "giving another owner needs root");
+	}
 	ts_rm_rf_at(AT_FDCWD, base);
 	return done();
 }
