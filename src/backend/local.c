@@ -598,6 +598,9 @@ static int local_reissue(struct ts_sb *sb, const struct ts_sb_create_opts *o, st
 	}
 	free(s->rec.labels);
 	s->rec.labels = TAKE_PTR(text);
+	/* the pool's owner (serve) lets go: the caller's sandbox lives by its timeout */
+	s->rec.owner_pid = 0;
+	s->rec.owner_start = 0;
 	/* the client sees the hand-out as the creation: its clock and deadline start now */
 	s->rec.created_ms = s->rec.started_ms = s->rec.last_activity_ms = now;
 	s->rec.ttl_absolute = o->timeout_absolute;

@@ -21,6 +21,7 @@
 #include "oci-store.h"
 #include "policy.h"
 #include "procinfo.h"
+#include "sandbox.h"
 #include "server.h"
 #include "tokens.h"
 #include "util.h"
@@ -282,6 +283,10 @@ static int start_member(struct ts_pool *p, struct ts_backend *be, const char *tp
 				       .timeout_absolute = true,
 				       .with_root = !v1,
 				       .sudo = !v1,
+				       /* serve owns it until the hand-out: a serve killed with
+					* -9 leaves members that `reap` stops (the next serve
+					* removes them) */
+				       .owner_pid = getpid(),
 				       .metadata = labels,
 				       .n_metadata = ELEMENTSOF(labels) };
 	struct ts_sb *sb = NULL;
@@ -439,6 +444,16 @@ static bool poolable(const struct ts_sb_create_opts *o, bool *v1)
 		if (!o->envs[i].key || !o->envs[i].value ||
 		    !ts_policy_env_name_valid(o->envs[i].key, strlen(o->envs[i].key)))
 			return false;
+	/* a label a hand-out would refuse must not cost a member: the create's own start
+	 * answers it */
+	for (size_t i = 0; i < o->n_metadata; i++) {
+		char kv[1024], why[128];
+
+		if (snprintf(kv, sizeof(kv), "%s=%s", o->metadata[i].key ?: "",
+			     o->metadata[i].value ?: "") >= (int)sizeof(kv) ||
+		    !ts_label_valid(kv, why, sizeof(why)))
+			return false;
+	}
 	*v1 = !o->with_root && !o->sudo;
 	return !o->name && !o->workspace && !o->policy_file && !o->user &&
 	       o->with_root == o->sudo && !o->protected_patterns && !o->memory_bytes && !o->pids &&
@@ -489,13 +504,19 @@ int ts_pool_claim(struct ts_pool *p, struct ts_backend *be, const struct ts_sb_c
 		struct ts_error err = { 0 };
 		struct ts_sb *sb = NULL;
 
-		if (ts_sb_lookup(be, id, &sb, &err) == 0 && ts_sb_reissue(sb, o, &err) == 0) {
+		int r = ts_sb_lookup(be, id, &sb, &err);
+
+		if (r == 0 && (r = ts_sb_reissue(sb, o, &err)) == 0) {
 			*ret = sb;
 			return 0;
 		}
+		ts_sanitize_text(err.msg);
 		note(p, "pool: cannot hand out pool member `%s` (removed): %s", id, err.msg);
 		ts_sb_close(sb);
 		ts_sb_kill(be, id, &err);
+		/* the create's own fault would be every member's: the create answers it */
+		if (r == -EINVAL)
+			break;
 	}
 	return -ENOENT;
 }

@@ -685,6 +685,22 @@ static void h_get(void *ctx, struct ts_req *req)
 	ts_sb_info_clear(&info);
 }
 
+/* Does id (or the prefix id) name a pool member, also one still starting, which
+ * ts_pool_holds does not know yet? Its labels say so. */
+static bool names_member(struct ts_srv *srv, const char *id)
+{
+	struct ts_sb *sb = NULL;
+	struct ts_sb_info info = { 0 };
+	struct ts_error ignore = { 0 };
+	bool member = false;
+
+	if (ts_sb_lookup(srv->be, id, &sb, &ignore) == 0 && ts_sb_info(sb, &info, &ignore) == 0)
+		member = ts_pool_member(&info);
+	ts_sb_info_clear(&info);
+	ts_sb_close(sb);
+	return member;
+}
+
 static void h_delete(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
@@ -695,7 +711,7 @@ static void h_delete(void *ctx, struct ts_req *req)
 	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_RUN))
 		return;
 	/* the kill below takes id prefixes: none may name a pool member */
-	if (ts_pool_holds(srv->pool, id)) {
+	if (ts_pool_holds(srv->pool, id) || names_member(srv, id)) {
 		ts_v1_reply_error(req, "not_found", "sandbox `%.64s` not found", id);
 		return;
 	}
