@@ -188,14 +188,14 @@ int e2b_xfer_start(struct ts_sb *sb, const char *path, const char *user, bool wr
 		     u ? u : "") < 0)
 		return ts_err(err, -ENOMEM, "out of memory");
 	if (e2b_envd_headers(t, NULL, &h) < 0 ||
-	    (write && !(h2 = curl_slist_append(h, "Content-Type: application/octet-stream")))) {
-		curl_slist_free_all(h);
+	    (write && !(h2 = t->e->C->slist_append(h, "Content-Type: application/octet-stream")))) {
+		t->e->C->slist_free_all(h);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
 	if (write)
 		h = h2;
 	if (!(m = calloc(1, sizeof(*m)))) {
-		curl_slist_free_all(h);
+		t->e->C->slist_free_all(h);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
 	m->write = write;
@@ -228,9 +228,9 @@ static int xfer_failed(struct e2b_xfer *m, struct ts_error *err)
 	int r;
 
 	if (s->result != CURLE_OK && !s->status)
-		r = e2b_curl_error(s->result, s->errbuf, "the transfer", err);
+		r = e2b_curl_error(s->C, s->result, s->errbuf, "the transfer", err);
 	else if (s->result != CURLE_OK && s->status == 200)
-		r = e2b_curl_error(s->result, s->errbuf, "the transfer was cut", err);
+		r = e2b_curl_error(s->C, s->result, s->errbuf, "the transfer was cut", err);
 	else {
 		resp.body = (char *)s->in.buf + s->in.off;
 		resp.len = e2b_envelopes_pending(&s->in);
@@ -310,7 +310,7 @@ static int watch_gone(struct e2b_watch *m, struct ts_error *err)
 	struct e2b_stream *s = m->st;
 
 	if (s->result != CURLE_OK)
-		return e2b_curl_error(s->result, s->errbuf, "the watch", err);
+		return e2b_curl_error(s->C, s->result, s->errbuf, "the watch", err);
 	if (s->status != 200)
 		return e2b_connect_error(s->status, (const char *)s->in.buf + s->in.off,
 					 e2b_envelopes_pending(&s->in), "the watch", err);
