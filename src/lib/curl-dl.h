@@ -68,7 +68,8 @@ int ts_curl_open(const char *soname, struct ts_curl *C, struct ts_error *err);
  * curl_easy_setopt and curl_easy_getinfo through the table, keeping curl's compile-time
  * checks of the argument's type (curl/typecheck-gcc.h): its macro of the same name expands
  * as usual and ends in a call of `curl_easy_setopt`, which a local pointer of that name,
- * set from the table, shadows. No reference to libcurl's symbol is left.
+ * set from the table, shadows. No reference to libcurl's symbol is left. GCC reports the
+ * checks only with -Wsystem-headers: tests/unit/check-curl-types.py builds with it.
  */
 #define TS_CURL_NOSHADOW_                                                                          \
 	_Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"")
