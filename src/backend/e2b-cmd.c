@@ -72,7 +72,7 @@ static int stream_gone(struct e2b_cmd *m, struct ts_error *err)
 	struct e2b_stream *s = m->st;
 
 	if (s->result != CURLE_OK)
-		return e2b_curl_error(s->result, s->errbuf, "the process's stream", err);
+		return e2b_curl_error(s->C, s->result, s->errbuf, "the process's stream", err);
 	if (s->status != 200)
 		return e2b_connect_error(s->status, (const char *)s->in.buf + s->in.off,
 					 e2b_envelopes_pending(&s->in), "the process's stream",

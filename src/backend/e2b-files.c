@@ -194,13 +194,13 @@ static int new_boundary(char *buf, size_t len, struct ts_error *err)
 }
 
 /* The Content-Type line of a multipart body with boundary b, appended to *h. */
-static int multipart_header(struct curl_slist **h, const char *b)
+static int multipart_header(const struct ts_curl *C, struct curl_slist **h, const char *b)
 {
 	char line[128];
 	struct curl_slist *n;
 
 	snprintf(line, sizeof(line), "Content-Type: multipart/form-data; boundary=%s", b);
-	if (!(n = curl_slist_append(*h, line)))
+	if (!(n = C->slist_append(*h, line)))
 		return -ENOMEM;
 	*h = n;
 	return 0;
@@ -249,10 +249,10 @@ int e2b_xfer_start(struct ts_sb *sb, const char *path, const char *user, bool wr
 		return r;
 	}
 	if (e2b_envd_headers(t, NULL, &h) < 0 ||
-	    (write && m->boundary[0] && multipart_header(&h, m->boundary) < 0) ||
+	    (write && m->boundary[0] && multipart_header(t->e->C, &h, m->boundary) < 0) ||
 	    (write && !m->boundary[0] &&
-	     !(h2 = curl_slist_append(h, "Content-Type: application/octet-stream")))) {
-		curl_slist_free_all(h);
+	     !(h2 = t->e->C->slist_append(h, "Content-Type: application/octet-stream")))) {
+		t->e->C->slist_free_all(h);
 		free(m);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
@@ -292,9 +292,9 @@ static int xfer_failed(struct e2b_xfer *m, struct ts_error *err)
 	int r;
 
 	if (s->result != CURLE_OK && !s->status)
-		r = e2b_curl_error(s->result, s->errbuf, "the transfer", err);
+		r = e2b_curl_error(s->C, s->result, s->errbuf, "the transfer", err);
 	else if (s->result != CURLE_OK && s->status == 200)
-		r = e2b_curl_error(s->result, s->errbuf, "the transfer was cut", err);
+		r = e2b_curl_error(s->C, s->result, s->errbuf, "the transfer was cut", err);
 	else {
 		resp.body = (char *)s->in.buf + s->in.off;
 		resp.len = e2b_envelopes_pending(&s->in);
@@ -472,8 +472,8 @@ int e2b_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size
 	if ((r = new_boundary(m.boundary, sizeof(m.boundary), err)) < 0)
 		return r;
 	if (!(end = e2b_multipart_end(m.boundary, &end_len)) || e2b_envd_headers(t, NULL, &h) < 0 ||
-	    multipart_header(&h, m.boundary) < 0) {
-		curl_slist_free_all(h);
+	    multipart_header(t->e->C, &h, m.boundary) < 0) {
+		t->e->C->slist_free_all(h);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
 	r = e2b_stream_open(t->e, url, false, h, NULL, 0, true, true, TS_BE_REPLY_MS, &m.st, err);
@@ -522,7 +522,7 @@ static int watch_gone(struct e2b_watch *m, struct ts_error *err)
 	struct e2b_stream *s = m->st;
 
 	if (s->result != CURLE_OK)
-		return e2b_curl_error(s->result, s->errbuf, "the watch", err);
+		return e2b_curl_error(s->C, s->result, s->errbuf, "the watch", err);
 	if (s->status != 200)
 		return e2b_connect_error(s->status, (const char *)s->in.buf + s->in.off,
 					 e2b_envelopes_pending(&s->in), "the watch", err);

@@ -20,27 +20,28 @@ void e2b_resp_clear(struct e2b_resp *r)
 
 CURL *e2b_easy_new(struct e2b *e, const char *url, char *errbuf)
 {
-	CURL *c = curl_easy_init();
+	const struct ts_curl *C = e->C;
+	CURL *c = C->easy_init();
 
 	if (!c)
 		return NULL;
 	if (errbuf) {
 		errbuf[0] = '\0';
-		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+		ts_curl_setopt(C, c, CURLOPT_ERRORBUFFER, errbuf);
 	}
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_SHARE, e->share);
+	ts_curl_setopt(C, c, CURLOPT_URL, url);
+	ts_curl_setopt(C, c, CURLOPT_SHARE, e->share);
 	/* no SIGALRM for DNS timeouts: a library must not own the process's signals */
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "toren-sandbox/" TS_VERSION);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)TS_BE_REPLY_MS);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	ts_curl_setopt(C, c, CURLOPT_NOSIGNAL, 1L);
+	ts_curl_setopt(C, c, CURLOPT_PROTOCOLS_STR, "http,https");
+	ts_curl_setopt(C, c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	ts_curl_setopt(C, c, CURLOPT_USERAGENT, "toren-sandbox/" TS_VERSION);
+	ts_curl_setopt(C, c, CURLOPT_CONNECTTIMEOUT_MS, (long)TS_BE_REPLY_MS);
+	ts_curl_setopt(C, c, CURLOPT_TCP_KEEPALIVE, 1L);
 	/* envd may gzip /files when asked: curl asks for what it can decode, and decodes */
-	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+	ts_curl_setopt(C, c, CURLOPT_ACCEPT_ENCODING, "");
 	/* HTTP/1.1 is what envd and the SDK speak on plain http (spec §1.5) */
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	ts_curl_setopt(C, c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	return c;
 }
 
@@ -92,9 +93,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 	return len;
 }
 
-int e2b_curl_error(CURLcode c, const char *errbuf, const char *what, struct ts_error *err)
+int e2b_curl_error(const struct ts_curl *C, CURLcode c, const char *errbuf, const char *what,
+		   struct ts_error *err)
 {
-	const char *why = errbuf && *errbuf ? errbuf : curl_easy_strerror(c);
+	const char *why = errbuf && *errbuf ? errbuf : C->easy_strerror(c);
 	int r;
 
 	switch (c) {
@@ -122,29 +124,29 @@ int e2b_curl_error(CURLcode c, const char *errbuf, const char *what, struct ts_e
 }
 
 /* One blocking request on c, its answer in *resp. */
-static int perform(CURL *c, struct e2b_resp *resp, const char *what, const char *errbuf,
-		   struct ts_error *err)
+static int perform(const struct ts_curl *C, CURL *c, struct e2b_resp *resp, const char *what,
+		   const char *errbuf, struct ts_error *err)
 {
 	struct sink s = { .resp = resp };
 	curl_off_t ra = -1;
 	const char *ct = NULL;
 	CURLcode cc;
 
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &s);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)TS_BE_REPLY_MS);
-	cc = curl_easy_perform(c);
+	ts_curl_setopt(C, c, CURLOPT_WRITEFUNCTION, on_body);
+	ts_curl_setopt(C, c, CURLOPT_WRITEDATA, &s);
+	ts_curl_setopt(C, c, CURLOPT_HEADERFUNCTION, on_header);
+	ts_curl_setopt(C, c, CURLOPT_HEADERDATA, &s);
+	ts_curl_setopt(C, c, CURLOPT_TIMEOUT_MS, (long)TS_BE_REPLY_MS);
+	cc = C->easy_perform(c);
 	if (s.too_big)
 		return ts_err(err, -EPROTO, "%s: an answer of more than %u bytes", what,
 			      E2B_BODY_MAX);
 	if (cc != CURLE_OK)
-		return e2b_curl_error(cc, errbuf, what, err);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
-	if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
+		return e2b_curl_error(C, cc, errbuf, what, err);
+	ts_curl_getinfo(C, c, CURLINFO_RESPONSE_CODE, &resp->status);
+	if (ts_curl_getinfo(C, c, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
 		snprintf(resp->content_type, sizeof(resp->content_type), "%s", ct);
-	if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK)
+	if (ts_curl_getinfo(C, c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK)
 		resp->retry_after_s = (long long)ra;
 	return 0;
 }
@@ -152,6 +154,7 @@ static int perform(CURL *c, struct e2b_resp *resp, const char *what, const char 
 int e2b_api(struct e2b *e, const char *method, const char *path, json_t *body,
 	    struct e2b_resp *resp, struct ts_error *err)
 {
+	const struct ts_curl *C = e->C;
 	_cleanup_free_ char *url = NULL, *text = NULL, *key = NULL;
 	long long spent_ms = 0;
 	char what[256];
@@ -171,32 +174,32 @@ int e2b_api(struct e2b *e, const char *method, const char *path, json_t *body,
 
 		if (!c)
 			return ts_err(err, -ENOMEM, "out of memory");
-		h2 = curl_slist_append(h, key);
+		h2 = C->slist_append(h, key);
 		if (h2)
 			h = h2;
 		if (h2 && text)
-			h2 = curl_slist_append(h, "Content-Type: application/json");
+			h2 = C->slist_append(h, "Content-Type: application/json");
 		if (h2)
 			h = h2;
 		if (!h2) {
-			curl_slist_free_all(h);
-			curl_easy_cleanup(c);
+			C->slist_free_all(h);
+			C->easy_cleanup(c);
 			return ts_err(err, -ENOMEM, "out of memory");
 		}
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+		ts_curl_setopt(C, c, CURLOPT_HTTPHEADER, h);
+		ts_curl_setopt(C, c, CURLOPT_CUSTOMREQUEST, method);
 		if (text) {
-			curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
-			curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
+			ts_curl_setopt(C, c, CURLOPT_POSTFIELDS, text);
+			ts_curl_setopt(C, c, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
 		} else if (!strcmp(method, "GET")) {
-			curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+			ts_curl_setopt(C, c, CURLOPT_HTTPGET, 1L);
 		} else if (!strcmp(method, "DELETE")) {
-			curl_easy_setopt(c, CURLOPT_NOBODY, 0L);
+			ts_curl_setopt(C, c, CURLOPT_NOBODY, 0L);
 		}
 		e2b_resp_clear(resp);
-		r = perform(c, resp, what, errbuf, err);
-		curl_slist_free_all(h);
-		curl_easy_cleanup(c);
+		r = perform(e->C, c, resp, what, errbuf, err);
+		C->slist_free_all(h);
+		C->easy_cleanup(c);
 		if (r < 0)
 			return r;
 		/* the SDK's retries: a 429 that says when (whole seconds), at most 3 times,
@@ -229,9 +232,9 @@ int e2b_resp_error(const struct e2b_resp *resp, const char *what, struct ts_erro
 	return r;
 }
 
-static int add(struct curl_slist **h, const char *line)
+static int add(const struct ts_curl *C, struct curl_slist **h, const char *line)
 {
-	struct curl_slist *n = curl_slist_append(*h, line);
+	struct curl_slist *n = C->slist_append(*h, line);
 
 	if (!n)
 		return -ENOMEM;
@@ -241,18 +244,19 @@ static int add(struct curl_slist **h, const char *line)
 
 int e2b_envd_headers(const struct e2b_target *t, const char *user, struct curl_slist **h)
 {
+	const struct ts_curl *C = t->e->C;
 	char line[512];
 
 	snprintf(line, sizeof(line), "E2b-Sandbox-Id: %s", t->id);
-	if (add(h, line) < 0 || add(h, "E2b-Sandbox-Port: 49983") < 0)
+	if (add(C, h, line) < 0 || add(C, h, "E2b-Sandbox-Port: 49983") < 0)
 		return -ENOMEM;
 	if (t->token[0]) {
 		snprintf(line, sizeof(line), "X-Access-Token: %s", t->token);
-		if (add(h, line) < 0)
+		if (add(C, h, line) < 0)
 			return -ENOMEM;
 	}
 	if (user && *user) {
-		if (e2b_basic_user(user, line, sizeof(line)) < 0 || add(h, line) < 0)
+		if (e2b_basic_user(user, line, sizeof(line)) < 0 || add(C, h, line) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -281,6 +285,7 @@ int e2b_connect_error(long status, const char *body, size_t len, const char *wha
 int e2b_envd_unary(const struct e2b_target *t, const char *path, json_t *req, const char *user,
 		   json_t **ret, struct ts_error *err)
 {
+	const struct ts_curl *C = t->e->C;
 	_cleanup_free_ char *url = NULL, *text = NULL;
 	struct e2b_resp resp = { 0 };
 	struct curl_slist *h = NULL;
@@ -295,18 +300,18 @@ int e2b_envd_unary(const struct e2b_target *t, const char *path, json_t *req, co
 		return ts_err(err, -ENOMEM, "out of memory");
 	c = e2b_easy_new(t->e, url, errbuf);
 	if (!c || e2b_envd_headers(t, user, &h) < 0 ||
-	    add(&h, "Content-Type: application/json") < 0 ||
-	    add(&h, "Connect-Protocol-Version: 1") < 0) {
-		curl_slist_free_all(h);
-		curl_easy_cleanup(c);
+	    add(C, &h, "Content-Type: application/json") < 0 ||
+	    add(C, &h, "Connect-Protocol-Version: 1") < 0) {
+		C->slist_free_all(h);
+		C->easy_cleanup(c);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
-	r = perform(c, &resp, what, errbuf, err);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	ts_curl_setopt(C, c, CURLOPT_HTTPHEADER, h);
+	ts_curl_setopt(C, c, CURLOPT_POSTFIELDS, text);
+	ts_curl_setopt(C, c, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
+	r = perform(C, c, &resp, what, errbuf, err);
+	C->slist_free_all(h);
+	C->easy_cleanup(c);
 	if (r < 0)
 		return r;
 	if (resp.status != 200) {
@@ -325,6 +330,7 @@ int e2b_envd_unary(const struct e2b_target *t, const char *path, json_t *req, co
 int e2b_envd_get(const struct e2b_target *t, const char *path, struct e2b_resp *resp,
 		 struct ts_error *err)
 {
+	const struct ts_curl *C = t->e->C;
 	_cleanup_free_ char *url = NULL;
 	struct curl_slist *h = NULL;
 	char errbuf[CURL_ERROR_SIZE], what[160];
@@ -337,14 +343,14 @@ int e2b_envd_get(const struct e2b_target *t, const char *path, struct e2b_resp *
 		return ts_err(err, -ENOMEM, "out of memory");
 	c = e2b_easy_new(t->e, url, errbuf);
 	if (!c || e2b_envd_headers(t, NULL, &h) < 0) {
-		curl_slist_free_all(h);
-		curl_easy_cleanup(c);
+		C->slist_free_all(h);
+		C->easy_cleanup(c);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	r = perform(c, resp, what, errbuf, err);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	ts_curl_setopt(C, c, CURLOPT_HTTPHEADER, h);
+	ts_curl_setopt(C, c, CURLOPT_HTTPGET, 1L);
+	r = perform(C, c, resp, what, errbuf, err);
+	C->slist_free_all(h);
+	C->easy_cleanup(c);
 	return r;
 }

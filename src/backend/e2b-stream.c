@@ -54,7 +54,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 
 	if (what == CURL_POLL_REMOVE) {
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
-		curl_multi_assign(s->multi, fd, NULL);
+		s->C->multi_assign(s->multi, fd, NULL);
 		return 0;
 	}
 	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
@@ -65,7 +65,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 	} else if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) == 0 || errno == EEXIST) {
 		if (errno == EEXIST)
 			epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev);
-		curl_multi_assign(s->multi, fd, s);
+		s->C->multi_assign(s->multi, fd, s);
 	}
 	return 0;
 }
@@ -100,7 +100,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata)
 	size_t len = size * n;
 
 	if (!s->status)
-		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
+		ts_curl_getinfo(s->C, s->easy, CURLINFO_RESPONSE_CODE, &s->status);
 	if (s->status != 200 && e2b_envelopes_pending(&s->in) + len > E2B_BODY_MAX)
 		return 0; /* an error body has no business being this large */
 	if (e2b_envelopes_pending(&s->in) >= E2B_RX_HIGH && whole(s)) {
@@ -135,9 +135,9 @@ static size_t on_read(char *p, size_t size, size_t n, void *userdata)
 	return want;
 }
 
-static int push_header(struct curl_slist **h, const char *line)
+static int push_header(const struct ts_curl *C, struct curl_slist **h, const char *line)
 {
-	struct curl_slist *n = curl_slist_append(*h, line);
+	struct curl_slist *n = C->slist_append(*h, line);
 
 	if (!n)
 		return -ENOMEM;
@@ -159,9 +159,10 @@ int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist 
 	struct e2b_stream *s = calloc(1, sizeof(*s));
 
 	if (!s) {
-		curl_slist_free_all(hdrs);
+		e->C->slist_free_all(hdrs);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
+	s->C = e->C;
 	s->hdrs = hdrs;
 	s->epfd = s->tfd = s->wfd = s->gfd = -EBADF;
 	s->raw = raw;
@@ -187,31 +188,31 @@ int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist 
 		memcpy(s->up, body, len);
 		s->up_len = len;
 	}
-	s->multi = curl_multi_init();
+	s->multi = s->C->multi_init();
 	s->easy = e2b_easy_new(e, url, s->errbuf);
 	if (!s->multi || !s->easy) {
 		e2b_stream_free(s);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
-	curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-	curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s);
-	curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-	curl_multi_setopt(s->multi, CURLMOPT_TIMERDATA, s);
-	curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
+	s->C->multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	s->C->multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s);
+	s->C->multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	s->C->multi_setopt(s->multi, CURLMOPT_TIMERDATA, s);
+	ts_curl_setopt(s->C, s->easy, CURLOPT_HTTPHEADER, hdrs);
+	ts_curl_setopt(s->C, s->easy, CURLOPT_WRITEFUNCTION, on_data);
+	ts_curl_setopt(s->C, s->easy, CURLOPT_WRITEDATA, s);
 	if (get) {
-		curl_easy_setopt(s->easy, CURLOPT_HTTPGET, 1L);
+		ts_curl_setopt(s->C, s->easy, CURLOPT_HTTPGET, 1L);
 	} else {
-		curl_easy_setopt(s->easy, CURLOPT_POST, 1L);
-		curl_easy_setopt(s->easy, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(s->easy, CURLOPT_READDATA, s);
+		ts_curl_setopt(s->C, s->easy, CURLOPT_POST, 1L);
+		ts_curl_setopt(s->C, s->easy, CURLOPT_READFUNCTION, on_read);
+		ts_curl_setopt(s->C, s->easy, CURLOPT_READDATA, s);
 		/* a known body goes with Content-Length (Connect wants it), a pushed one
 		 * chunked */
-		curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE,
-				 streaming ? (curl_off_t)-1 : (curl_off_t)len);
+		ts_curl_setopt(s->C, s->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+			       streaming ? (curl_off_t)-1 : (curl_off_t)len);
 	}
-	if (curl_multi_add_handle(s->multi, s->easy) != CURLM_OK) {
+	if (s->C->multi_add_handle(s->multi, s->easy) != CURLM_OK) {
 		e2b_stream_free(s);
 		return ts_err(err, -ENOMEM, "curl_multi_add_handle failed");
 	}
@@ -247,7 +248,7 @@ int e2b_stream_drive(struct e2b_stream *s, struct ts_error *err)
 		}
 		if (fd == s->tfd) {
 			drain(fd);
-			curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+			s->C->multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 			continue;
 		}
 		if (evs[i].events & EPOLLIN)
@@ -256,14 +257,14 @@ int e2b_stream_drive(struct e2b_stream *s, struct ts_error *err)
 			mask |= CURL_CSELECT_OUT;
 		if (evs[i].events & (EPOLLERR | EPOLLHUP))
 			mask |= CURL_CSELECT_ERR;
-		curl_multi_socket_action(s->multi, fd, mask, &running);
+		s->C->multi_socket_action(s->multi, fd, mask, &running);
 	}
-	while ((m = curl_multi_info_read(s->multi, &left)))
+	while ((m = s->C->multi_info_read(s->multi, &left)))
 		if (m->msg == CURLMSG_DONE && m->easy_handle == s->easy) {
 			s->done = true;
 			s->result = m->data.result;
 			if (!s->status)
-				curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
+				ts_curl_getinfo(s->C, s->easy, CURLINFO_RESPONSE_CODE, &s->status);
 			arm(s->gfd, -1);
 		}
 	/* The bytes just read are off the socket and the transfer's end leaves it unwatched:
@@ -300,7 +301,7 @@ void e2b_stream_consumed(struct e2b_stream *s)
 {
 	if (s->rx_paused && e2b_envelopes_pending(&s->in) < E2B_RX_HIGH / 2) {
 		s->rx_paused = false;
-		curl_easy_pause(s->easy, CURLPAUSE_CONT);
+		s->C->easy_pause(s->easy, CURLPAUSE_CONT);
 	}
 }
 
@@ -336,7 +337,7 @@ int e2b_stream_push(struct e2b_stream *s, const void *data, size_t len, bool fin
 		s->up_finished = true;
 	if (s->up_paused) {
 		s->up_paused = false;
-		curl_easy_pause(s->easy, CURLPAUSE_CONT);
+		s->C->easy_pause(s->easy, CURLPAUSE_CONT);
 	}
 	e2b_stream_wake(s);
 	return 0;
@@ -352,12 +353,12 @@ void e2b_stream_free(struct e2b_stream *s)
 	if (!s)
 		return;
 	if (s->multi && s->easy)
-		curl_multi_remove_handle(s->multi, s->easy);
+		s->C->multi_remove_handle(s->multi, s->easy);
 	if (s->easy)
-		curl_easy_cleanup(s->easy);
+		s->C->easy_cleanup(s->easy);
 	if (s->multi)
-		curl_multi_cleanup(s->multi);
-	curl_slist_free_all(s->hdrs);
+		s->C->multi_cleanup(s->multi);
+	s->C->slist_free_all(s->hdrs);
 	e2b_envelopes_clear(&s->in);
 	free(s->up);
 	ts_closep(&s->epfd);
@@ -386,11 +387,11 @@ int e2b_stream_rpc(const struct e2b_target *t, const char *path, json_t *req, co
 	snprintf(line, sizeof(line), "Connect-Timeout-Ms: %lld", timeout_ms);
 	/* the SDK's keepalive interval (s): envd pings before a proxy cuts an idle stream */
 	if (e2b_envd_headers(t, user, &h) < 0 ||
-	    push_header(&h, "Content-Type: application/connect+json") < 0 ||
-	    push_header(&h, "Connect-Protocol-Version: 1") < 0 ||
-	    push_header(&h, "Keepalive-Ping-Interval: 50") < 0 ||
-	    (timeout_ms > 0 && push_header(&h, line) < 0)) {
-		curl_slist_free_all(h);
+	    push_header(t->e->C, &h, "Content-Type: application/connect+json") < 0 ||
+	    push_header(t->e->C, &h, "Connect-Protocol-Version: 1") < 0 ||
+	    push_header(t->e->C, &h, "Keepalive-Ping-Interval: 50") < 0 ||
+	    (timeout_ms > 0 && push_header(t->e->C, &h, line) < 0)) {
+		t->e->C->slist_free_all(h);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
 	return e2b_stream_open(t->e, url, false, h, env, len, false, false, TS_BE_REPLY_MS, ret,

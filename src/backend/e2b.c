@@ -53,7 +53,8 @@ static void e2b_free(struct ts_backend *b)
 
 	if (!e)
 		return;
-	curl_share_cleanup(e->share);
+	if (e->share)
+		e->C->share_cleanup(e->share);
 	free(e);
 }
 
@@ -675,16 +676,17 @@ int ts_backend_e2b_open(struct ts_backend *b, struct ts_error *err)
 	if ((v = env("E2B_SANDBOX_URL")) &&
 	    (r = set_url(e->sandbox_url, sizeof(e->sandbox_url), v, "E2B_SANDBOX_URL", err)) < 0)
 		return r;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		return ts_err(err, -ENOMEM, "libcurl failed to initialise");
-	e->share = curl_share_init();
+	e->C = ts_curl_load(err);
+	if (!e->C)
+		return -ENOPKG;
+	e->share = e->C->share_init();
 	if (!e->share)
 		return ts_err(err, -ENOMEM, "out of memory");
 	/* one pool of connections, DNS answers and TLS sessions for every call and stream
 	 * (a backend belongs to one thread: no locks needed) */
-	curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-	curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-	curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	e->C->share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	e->C->share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	e->C->share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
 	b->ops = &e2b_ops;
 	b->impl = TAKE_PTR(e);
 	return 0;

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 
 #include "backend-impl.h"
+#include "curl-dl.h"
 #include "e2b-wire.h"
 
 #define E2B_ENVD_PORT 49983
@@ -34,6 +35,7 @@ struct e2b {
 	char domain[256];
 	char api_key[256];
 	bool debug;
+	const struct ts_curl *C; /* libcurl (curl-dl.h) */
 	CURLSH *share;
 };
 
@@ -99,11 +101,13 @@ int e2b_envd_get(const struct e2b_target *t, const char *path, struct e2b_resp *
 int e2b_connect_error(long status, const char *body, size_t len, const char *what,
 		      struct ts_error *err);
 /* The errno of a failed transfer. */
-int e2b_curl_error(CURLcode c, const char *errbuf, const char *what, struct ts_error *err);
+int e2b_curl_error(const struct ts_curl *C, CURLcode c, const char *errbuf, const char *what,
+		   struct ts_error *err);
 
 /* --- e2b-stream.c ------------------------------------------------------------------ */
 
 struct e2b_stream {
+	const struct ts_curl *C;
 	CURLM *multi;
 	CURL *easy;
 	struct curl_slist *hdrs;

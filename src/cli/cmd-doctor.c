@@ -5,11 +5,42 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "curl-dl.h"
 #include "hostcheck.h"
 #include "launch.h"
+#include "mhd-dl.h"
 #include "policy.h"
 
 static const char *const level_names[] = { "ok", "info", "warn", "FAIL" };
+
+/*
+ * The libraries loaded on first use (curl-dl.h, mhd-dl.h): what works without them is
+ * everything local; a check loads them now, to say so before a command needs them.
+ */
+static size_t check_libraries(struct ts_check *out)
+{
+	struct ts_error e = { 0 };
+	bool curl = ts_curl_load(&e) != NULL, mhd;
+
+	out[0] =
+		(struct ts_check){ .name = "libcurl", .level = curl ? TS_CHECK_OK : TS_CHECK_INFO };
+	snprintf(out[0].detail, sizeof(out[0].detail), "%s",
+		 curl ? TS_CURL_SONAME " loads (the e2b backend, `image pull`, send_file)" : e.msg);
+	if (!curl)
+		snprintf(out[0].fix, sizeof(out[0].fix),
+			 "optional (the e2b backend, `image pull`, send_file): "
+			 "apt-get install " TS_CURL_PACKAGE);
+	ts_err_clear(&e);
+	mhd = ts_mhd_load(&e) != NULL;
+	out[1] = (struct ts_check){ .name = "libmicrohttpd",
+				    .level = mhd ? TS_CHECK_OK : TS_CHECK_INFO };
+	snprintf(out[1].detail, sizeof(out[1].detail), "%s",
+		 mhd ? TS_MHD_SONAME " loads (`serve`)" : e.msg);
+	if (!mhd)
+		snprintf(out[1].fix, sizeof(out[1].fix),
+			 "optional (`serve`): apt-get install " TS_MHD_PACKAGE);
+	return 2;
+}
 
 static void on_warn(void *userdata, bool verbose_only, const char *msg)
 {
@@ -19,7 +50,7 @@ static void on_warn(void *userdata, bool verbose_only, const char *msg)
 
 int ts_subcmd_doctor(int argc, char **argv)
 {
-	struct ts_check checks[TS_MAX_CHECKS];
+	struct ts_check checks[TS_MAX_CHECKS + 2];
 	size_t n;
 	int failures = 0;
 	bool live = true;
@@ -38,6 +69,7 @@ int ts_subcmd_doctor(int argc, char **argv)
 		}
 	}
 	n = ts_hostcheck_all(checks, TS_MAX_CHECKS);
+	n += check_libraries(checks + n);
 	for (size_t i = 0; i < n; i++) {
 		printf("%-4s %s: %s\n", level_names[checks[i].level], checks[i].name,
 		       checks[i].detail);

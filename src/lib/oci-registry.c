@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "curl-dl.h"
 #include "gowire.h"
 #include "util.h"
 
@@ -30,6 +31,7 @@
 	"application/vnd.docker.distribution.manifest.v2+json"
 
 struct ts_registry {
+	const struct ts_curl *C;
 	CURL *c;
 	char errbuf[CURL_ERROR_SIZE];
 	char base[700];	 /* scheme://host/v2/path */
@@ -202,29 +204,29 @@ static int get_once(struct ts_registry *r, const char *url, const char *accept, 
 	if (r->o.cancel && atomic_load(r->o.cancel))
 		return ts_err(err, -ECANCELED, "`%s`: the pull was cancelled", url);
 	if (accept)
-		hdrs = curl_slist_append(hdrs, accept);
+		hdrs = r->C->slist_append(hdrs, accept);
 	if (auth) {
 		if (asprintf(&authz, "Authorization: %s", auth) < 0)
 			authz = NULL;
 		if (!authz) {
-			curl_slist_free_all(hdrs);
+			r->C->slist_free_all(hdrs);
 			return ts_err(err, -ENOMEM, "out of memory");
 		}
-		hdrs = curl_slist_append(hdrs, authz);
+		hdrs = r->C->slist_append(hdrs, authz);
 		free(authz);
 	}
-	curl_easy_setopt(r->c, CURLOPT_URL, url);
-	curl_easy_setopt(r->c, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(r->c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(r->c, CURLOPT_HEADERDATA, k);
-	curl_easy_setopt(r->c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(r->c, CURLOPT_WRITEDATA, k);
-	curl_easy_setopt(r->c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(r->c, CURLOPT_XFERINFODATA, k);
+	ts_curl_setopt(r->C, r->c, CURLOPT_URL, url);
+	ts_curl_setopt(r->C, r->c, CURLOPT_HTTPHEADER, hdrs);
+	ts_curl_setopt(r->C, r->c, CURLOPT_HEADERFUNCTION, on_header);
+	ts_curl_setopt(r->C, r->c, CURLOPT_HEADERDATA, k);
+	ts_curl_setopt(r->C, r->c, CURLOPT_WRITEFUNCTION, on_body);
+	ts_curl_setopt(r->C, r->c, CURLOPT_WRITEDATA, k);
+	ts_curl_setopt(r->C, r->c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	ts_curl_setopt(r->C, r->c, CURLOPT_XFERINFODATA, k);
 	r->errbuf[0] = '\0';
-	c = curl_easy_perform(r->c);
-	curl_easy_setopt(r->c, CURLOPT_HTTPHEADER, NULL);
-	curl_slist_free_all(hdrs);
+	c = r->C->easy_perform(r->c);
+	ts_curl_setopt(r->C, r->c, CURLOPT_HTTPHEADER, NULL);
+	r->C->slist_free_all(hdrs);
 	if (c == CURLE_WRITE_ERROR && k->too_big)
 		return ts_err(err, -EFBIG, "`%s`: the answer is larger than %zu bytes", url,
 			      k->max);
@@ -234,7 +236,7 @@ static int get_once(struct ts_registry *r, const char *url, const char *accept, 
 		return ts_err_errno(err, -k->write_errno, "write what `%s` sends", url);
 	if (c != CURLE_OK)
 		return ts_err(err, curl_errno(c), "`%s`: %s", url,
-			      r->errbuf[0] ? r->errbuf : curl_easy_strerror(c));
+			      r->errbuf[0] ? r->errbuf : r->C->easy_strerror(c));
 	return 0;
 }
 
@@ -312,12 +314,12 @@ static int fetch_token(struct ts_registry *r, const char *challenge, struct ts_e
 	challenge_param(challenge, "service", service, sizeof(service));
 	if (!challenge_param(challenge, "scope", scope, sizeof(scope)))
 		snprintf(scope, sizeof(scope), "%s", r->scope);
-	esc_service = curl_easy_escape(r->c, service, 0);
-	esc_scope = curl_easy_escape(r->c, scope, 0);
+	esc_service = r->C->easy_escape(r->c, service, 0);
+	esc_scope = r->C->easy_escape(r->c, scope, 0);
 	rc = asprintf(&url, "%s%sservice=%s&scope=%s", realm, strchr(realm, '?') ? "&" : "?",
 		      esc_service ?: "", esc_scope ?: "");
-	curl_free(esc_service);
-	curl_free(esc_scope);
+	r->C->free(esc_service);
+	r->C->free(esc_scope);
 	if (rc < 0) {
 		url = NULL;
 		return ts_err(err, -ENOMEM, "out of memory");
@@ -493,23 +495,28 @@ int ts_reg_open(const struct ts_oci_ref *ref, const struct ts_reg_opts *o, struc
 	snprintf(r->shown, sizeof(r->shown), "%s/%s", ref->registry, ref->path);
 	snprintf(r->scope, sizeof(r->scope), "repository:%s:pull", ref->path);
 	r->basic = o->no_credentials ? NULL : load_creds(o->auth_file, ref->registry);
-	r->c = curl_easy_init();
+	r->C = ts_curl_load(err);
+	if (!r->C) {
+		ts_reg_free(r);
+		return -ENOPKG;
+	}
+	r->c = r->C->easy_init();
 	if (!r->c) {
 		ts_reg_free(r);
 		return ts_err(err, -ENOMEM, "libcurl: cannot make a handle");
 	}
-	curl_easy_setopt(r->c, CURLOPT_ERRORBUFFER, r->errbuf);
-	curl_easy_setopt(r->c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(r->c, CURLOPT_REDIR_PROTOCOLS_STR, r->plain ? "http,https" : "https");
-	curl_easy_setopt(r->c, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(r->c, CURLOPT_MAXREDIRS, 5L);
-	curl_easy_setopt(r->c, CURLOPT_USERAGENT, "toren-sandbox/" TS_VERSION);
-	curl_easy_setopt(r->c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
-	curl_easy_setopt(r->c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(r->c, CURLOPT_LOW_SPEED_TIME, STALL_TIME_S);
-	curl_easy_setopt(r->c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(r->c, CURLOPT_TCP_KEEPALIVE, 1L);
+	ts_curl_setopt(r->C, r->c, CURLOPT_ERRORBUFFER, r->errbuf);
+	ts_curl_setopt(r->C, r->c, CURLOPT_NOSIGNAL, 1L);
+	ts_curl_setopt(r->C, r->c, CURLOPT_PROTOCOLS_STR, "http,https");
+	ts_curl_setopt(r->C, r->c, CURLOPT_REDIR_PROTOCOLS_STR, r->plain ? "http,https" : "https");
+	ts_curl_setopt(r->C, r->c, CURLOPT_FOLLOWLOCATION, 1L);
+	ts_curl_setopt(r->C, r->c, CURLOPT_MAXREDIRS, 5L);
+	ts_curl_setopt(r->C, r->c, CURLOPT_USERAGENT, "toren-sandbox/" TS_VERSION);
+	ts_curl_setopt(r->C, r->c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+	ts_curl_setopt(r->C, r->c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	ts_curl_setopt(r->C, r->c, CURLOPT_LOW_SPEED_TIME, STALL_TIME_S);
+	ts_curl_setopt(r->C, r->c, CURLOPT_NOPROGRESS, 0L);
+	ts_curl_setopt(r->C, r->c, CURLOPT_TCP_KEEPALIVE, 1L);
 	*ret = r;
 	return 0;
 }
@@ -519,7 +526,7 @@ void ts_reg_free(struct ts_registry *r)
 	if (!r)
 		return;
 	if (r->c)
-		curl_easy_cleanup(r->c);
+		r->C->easy_cleanup(r->c);
 	free(r->basic);
 	free(r->auth);
 	free(r);

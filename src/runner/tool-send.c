@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "curl-dl.h"
 #include "tools-internal.h"
 #include "util.h"
 
@@ -106,84 +107,89 @@ static size_t reply_write(char *p, size_t size, size_t n, void *userdata)
 }
 
 /* "scheme://host" of url: what an error may show (the rest may hold a token). */
-static void url_origin(const char *url, char *out, size_t len)
+static void url_origin(const struct ts_curl *C, const char *url, char *out, size_t len)
 {
-	CURLU *u = curl_url();
+	CURLU *u = C->url();
 	char *scheme = NULL, *host = NULL, *port = NULL;
 
 	snprintf(out, len, "the webhook");
-	if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
-		curl_url_get(u, CURLUPART_PORT, &port, 0);
+	if (u && C->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    C->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    C->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+		C->url_get(u, CURLUPART_PORT, &port, 0);
 		snprintf(out, len, "the webhook at %s://%s%s%s", scheme, host, port ? ":" : "",
 			 port ? port : "");
 	}
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(port);
-	curl_url_cleanup(u);
+	C->free(scheme);
+	C->free(host);
+	C->free(port);
+	C->url_cleanup(u);
 }
 
 static int send_webhook(struct ts_toolbox *t, const char *name, const char *kind, const char *ctype,
 			const uint8_t *d, size_t n, const char *caption, long *status,
 			struct ts_tool_result *res, struct ts_error *err)
 {
-	CURL *h = curl_easy_init();
+	struct ts_error lerr = { 0 };
+	const struct ts_curl *C = ts_curl_load(&lerr);
+	CURL *h;
 	curl_mime *mime = NULL;
 	curl_mimepart *part;
 	struct reply reply = { 0 };
 	char errbuf[CURL_ERROR_SIZE] = "", origin[300];
 	CURLcode rc = CURLE_OUT_OF_MEMORY;
 
-	url_origin(t->webhook_url, origin, sizeof(origin));
+	if (!C)
+		return ts_tool_fail(res, "channel_failed", "%s", lerr.msg);
+	url_origin(C, t->webhook_url, origin, sizeof(origin));
+	h = C->easy_init();
 	if (!h)
 		return ts_err(err, -ENOMEM, "out of memory");
-	mime = curl_mime_init(h);
+	mime = C->mime_init(h);
 	if (!mime)
 		goto out;
 	if (caption && caption[0]) {
-		part = curl_mime_addpart(mime);
-		if (!part || curl_mime_name(part, "caption") != CURLE_OK ||
-		    curl_mime_data(part, caption, CURL_ZERO_TERMINATED) != CURLE_OK)
+		part = C->mime_addpart(mime);
+		if (!part || C->mime_name(part, "caption") != CURLE_OK ||
+		    C->mime_data(part, caption, CURL_ZERO_TERMINATED) != CURLE_OK)
 			goto out;
 	}
-	part = curl_mime_addpart(mime);
-	if (!part || curl_mime_name(part, kind) != CURLE_OK ||
-	    curl_mime_data(part, (const char *)d, n) != CURLE_OK ||
-	    curl_mime_filename(part, name) != CURLE_OK || curl_mime_type(part, ctype) != CURLE_OK)
+	part = C->mime_addpart(mime);
+	if (!part || C->mime_name(part, kind) != CURLE_OK ||
+	    C->mime_data(part, (const char *)d, n) != CURLE_OK ||
+	    C->mime_filename(part, name) != CURLE_OK || C->mime_type(part, ctype) != CURLE_OK)
 		goto out;
-	if (curl_easy_setopt(h, CURLOPT_URL, t->webhook_url) != CURLE_OK) {
-		curl_mime_free(mime);
-		curl_easy_cleanup(h);
+	if (ts_curl_setopt(C, h, CURLOPT_URL, t->webhook_url) != CURLE_OK) {
+		C->mime_free(mime);
+		C->easy_cleanup(h);
 		return ts_tool_fail(res, "no_channel",
 				    "%s: the URL is not one libcurl takes; fix `sandbox.channel` "
 				    "in the agent's configuration",
 				    origin);
 	}
-	curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);
+	ts_curl_setopt(C, h, CURLOPT_MIMEPOST, mime);
 	/* http and https only, no redirects (a redirect would re-send the file elsewhere) */
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, SEND_TIMEOUT_S);
+	ts_curl_setopt(C, h, CURLOPT_PROTOCOLS_STR, "http,https");
+	ts_curl_setopt(C, h, CURLOPT_FOLLOWLOCATION, 0L);
+	ts_curl_setopt(C, h, CURLOPT_NOSIGNAL, 1L);
+	ts_curl_setopt(C, h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+	ts_curl_setopt(C, h, CURLOPT_TIMEOUT, SEND_TIMEOUT_S);
 	/* libcurl's default writes the answer to stdout */
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &reply);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "toren-sandbox send_file");
-	rc = curl_easy_perform(h);
+	ts_curl_setopt(C, h, CURLOPT_WRITEFUNCTION, reply_write);
+	ts_curl_setopt(C, h, CURLOPT_WRITEDATA, &reply);
+	ts_curl_setopt(C, h, CURLOPT_ERRORBUFFER, errbuf);
+	ts_curl_setopt(C, h, CURLOPT_USERAGENT, "toren-sandbox send_file");
+	rc = C->easy_perform(h);
 	if (rc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+		ts_curl_getinfo(C, h, CURLINFO_RESPONSE_CODE, status);
 out:
-	curl_mime_free(mime);
-	curl_easy_cleanup(h);
+	C->mime_free(mime);
+	C->easy_cleanup(h);
 	if (rc == CURLE_OUT_OF_MEMORY)
 		return ts_err(err, -ENOMEM, "out of memory");
 	if (rc != CURLE_OK)
 		return ts_tool_fail(res, "channel_failed", "%s could not be reached: %s", origin,
-				    errbuf[0] ? errbuf : curl_easy_strerror(rc));
+				    errbuf[0] ? errbuf : C->easy_strerror(rc));
 	if (*status < 200 || *status > 299) {
 		_cleanup_free_ char *body = ts_tool_utf8(reply.buf, reply.len, NULL);
 		return ts_tool_fail(res, "channel_failed", "%s answered HTTP %ld: %s", origin,

@@ -24,6 +24,7 @@
 #include "envd.h"
 #include "http.h"
 #include "loop.h"
+#include "mhd-dl.h"
 #include "server.h"
 #include "util.h"
 
@@ -508,6 +509,7 @@ static void files_get(void *ctx, struct ts_req *req)
 /* --- POST /files --------------------------------------------------------------------------- */
 
 struct upload {
+	const struct ts_mhd *M; /* libmicrohttpd (mhd-dl.h), for the post processor */
 	struct ts_srv *srv;
 	struct ts_req *req;
 	struct ts_srv_sb *e; /* referenced while the body comes */
@@ -559,7 +561,7 @@ static void up_free(void *userdata)
 	struct upload *u = userdata;
 
 	if (u->pp)
-		MHD_destroy_post_processor(u->pp);
+		u->M->destroy_post_processor(u->pp);
 	/* a write not finished is abandoned: the sandbox keeps the old file */
 	ts_xfer_close(u->x);
 	if (u->z_init)
@@ -765,7 +767,7 @@ static int up_data(void *userdata, const uint8_t *p, size_t n)
 		return -EINVAL;
 	if (u->octet)
 		return up_octet(u, p, n);
-	if (MHD_post_process(u->pp, (const char *)p, n) != MHD_YES)
+	if (u->M->post_process(u->pp, (const char *)p, n) != MHD_YES)
 		return up_fail(u, 400, "malformed multipart body");
 	return 0;
 }
@@ -849,6 +851,7 @@ static int files_post_begin(void *ctx, struct ts_req *req)
 		ts_srv_reply_error(req, 500, "out of memory");
 		return -ENOMEM;
 	}
+	u->M = ts_req_mhd(req);
 	u->srv = srv;
 	u->req = req;
 	ts_req_set_userdata(req, u, up_free);
@@ -865,8 +868,8 @@ static int files_post_begin(void *ctx, struct ts_req *req)
 	if (u->status)
 		return -EINVAL;
 	if (!strncasecmp(ct, "multipart/form-data", strlen("multipart/form-data"))) {
-		u->pp = MHD_create_post_processor(ts_req_mhd_connection(req), FILES_PP_BUFFER,
-						  up_part, u);
+		u->pp = u->M->create_post_processor(ts_req_mhd_connection(req), FILES_PP_BUFFER,
+						    up_part, u);
 		if (!u->pp)
 			return up_fail(u, 400, "malformed multipart content type");
 	} else if (!strncasecmp(ct, "application/octet-stream",
@@ -900,7 +903,7 @@ static void files_post(void *ctx, struct ts_req *req)
 	}
 	/* the post processor hands over the last part's tail when it is destroyed */
 	if (u->pp) {
-		if (MHD_destroy_post_processor(u->pp) != MHD_YES && !u->status)
+		if (u->M->destroy_post_processor(u->pp) != MHD_YES && !u->status)
 			up_fail(u, 400, "malformed multipart body");
 		u->pp = NULL;
 	}

@@ -33,6 +33,7 @@
 #include "cleanup.h"
 #include "http.h"
 #include "loop.h"
+#include "mhd-dl.h"
 #include "util.h"
 
 #define HTTP_MAX_PARAMS 4
@@ -40,6 +41,7 @@
 #define HTTP_STREAM_BLOCK (64U << 10)
 
 struct ts_http_listener {
+	const struct ts_mhd *M; /* libmicrohttpd (mhd-dl.h) */
 	struct ts_loop *loop;
 	struct MHD_Daemon *d;
 	int fd; /* the listening socket (MHD closes it on stop) */
@@ -211,12 +213,12 @@ const char *ts_req_param(const struct ts_req *r, unsigned i)
 
 const char *ts_req_header(const struct ts_req *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+	return r->l->M->lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
 const char *ts_req_query(const struct ts_req *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+	return r->l->M->lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
 struct hdr_walk {
@@ -240,7 +242,7 @@ void ts_req_headers(const struct ts_req *r, const char *prefix,
 {
 	struct hdr_walk w = { prefix, fn, userdata };
 
-	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, hdr_walk_one, &w);
+	r->l->M->get_connection_values(r->conn, MHD_HEADER_KIND, hdr_walk_one, &w);
 }
 
 const uint8_t *ts_req_body(const struct ts_req *r, size_t *len)
@@ -306,6 +308,11 @@ void *ts_req_userdata(const struct ts_req *r)
 	return r->userdata;
 }
 
+const struct ts_mhd *ts_req_mhd(const struct ts_req *r)
+{
+	return r->l->M;
+}
+
 struct MHD_Connection *ts_req_mhd_connection(struct ts_req *r)
 {
 	return r->conn;
@@ -339,11 +346,11 @@ static int queue(struct ts_req *r, unsigned status, const char *content_type,
 	if (!resp)
 		return -ENOMEM;
 	if (content_type)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+		r->l->M->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
 	for (size_t i = 0; i < r->n_hdrs; i++)
-		MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
-	ok = MHD_queue_response(r->conn, status, resp);
-	MHD_destroy_response(resp);
+		r->l->M->add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
+	ok = r->l->M->queue_response(r->conn, status, resp);
+	r->l->M->destroy_response(resp);
 	if (ok != MHD_YES)
 		return -EIO;
 	r->replied = true;
@@ -352,7 +359,7 @@ static int queue(struct ts_req *r, unsigned status, const char *content_type,
 		/* queued on the suspended connection: resuming it sends the reply (the idle
 		 * hook runs MHD for it) */
 		defer_unlink(r);
-		MHD_resume_connection(r->conn);
+		r->l->M->resume_connection(r->conn);
 		r->l->resumed = true;
 	}
 	return 0;
@@ -376,7 +383,7 @@ int ts_req_defer(struct ts_req *r, void (*on_gone)(void *userdata), void *userda
 	if (r->dnext)
 		r->dnext->dprev = r;
 	r->l->deferred = r;
-	MHD_suspend_connection(r->conn);
+	r->l->M->suspend_connection(r->conn);
 	return 0;
 }
 
@@ -386,8 +393,8 @@ int ts_req_reply(struct ts_req *r, unsigned status, const char *content_type, co
 	if (r->replied)
 		return -EALREADY;
 	return queue(r, status, content_type,
-		     MHD_create_response_from_buffer(len, (void *)(body ? body : ""),
-						     MHD_RESPMEM_MUST_COPY));
+		     r->l->M->create_response_from_buffer(len, (void *)(body ? body : ""),
+							  MHD_RESPMEM_MUST_COPY));
 }
 
 int ts_req_reply_take(struct ts_req *r, unsigned status, const char *content_type, void *body,
@@ -399,7 +406,7 @@ int ts_req_reply_take(struct ts_req *r, unsigned status, const char *content_typ
 		free(body);
 		return -EALREADY;
 	}
-	resp = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+	resp = r->l->M->create_response_from_buffer_with_free_callback(len, body, free);
 	if (!resp)
 		free(body);
 	return queue(r, status, content_type, resp);
@@ -426,7 +433,7 @@ static void stream_wake(struct ts_stream *s)
 	/* in external polling MHD has no wake-up fd of its own: the idle hook runs it */
 	if (s->suspended) {
 		s->suspended = false;
-		MHD_resume_connection(s->req->conn);
+		s->req->l->M->resume_connection(s->req->conn);
 		s->req->l->resumed = true;
 	}
 }
@@ -443,7 +450,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		if (s->ended)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		s->suspended = true;
-		MHD_suspend_connection(s->req->conn);
+		s->req->l->M->suspend_connection(s->req->conn);
 		return 0;
 	}
 	if (n > max)
@@ -477,8 +484,8 @@ struct ts_stream *ts_req_stream(struct ts_req *r, unsigned status, const char *c
 	s->on_close = on_close;
 	s->userdata = userdata;
 	rc = queue(r, status, content_type,
-		   MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK,
-						     stream_read, s, NULL));
+		   r->l->M->create_response_from_callback(MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK,
+							  stream_read, s, NULL));
 	if (rc < 0) {
 		free(s);
 		ts_err(err, rc, "queue the stream's response");
@@ -563,10 +570,10 @@ static void stream_close(struct ts_stream *s, bool client_gone)
 
 /* --- MHD callbacks --------------------------------------------------------------------- */
 
-static void peer_name(struct MHD_Connection *c, char *buf, size_t size)
+static void peer_name(const struct ts_mhd *M, struct MHD_Connection *c, char *buf, size_t size)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		M->get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char host[INET6_ADDRSTRLEN] = "";
 	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 
@@ -614,7 +621,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 			free(r);
 			return MHD_NO;
 		}
-		peer_name(conn, r->peer, sizeof(r->peer));
+		peer_name(l->M, conn, r->peer, sizeof(r->peer));
 		*con_cls = r;
 		r->route = route_find(l, r->method, r->path, r->params);
 		r->max = r->route && r->route->body_max ? r->route->body_max : TS_HTTP_BODY_MAX;
@@ -704,14 +711,14 @@ static void listener_run(void *userdata, short revents)
 {
 	struct ts_http_listener *l = userdata;
 
-	MHD_run(l->d);
+	l->M->run(l->d);
 }
 
 static void listener_timer(void *userdata)
 {
 	struct ts_http_listener *l = userdata;
 
-	MHD_run(l->d);
+	l->M->run(l->d);
 }
 
 /* After every loop iteration: MHD's own next deadline (idle connections, ...). */
@@ -724,9 +731,9 @@ static void listener_idle(void *userdata)
 		return;
 	if (l->resumed) {
 		l->resumed = false;
-		MHD_run(l->d);
+		l->M->run(l->d);
 	}
-	if (MHD_get_timeout(l->d, &ms) == MHD_YES)
+	if (l->M->get_timeout(l->d, &ms) == MHD_YES)
 		ts_loop_timer_set(l->timer, ts_loop_now(l->loop) + (long long)ms);
 	else
 		ts_loop_timer_set(l->timer, -1);
@@ -859,6 +866,11 @@ int ts_http_listen(struct ts_loop *loop, const char *addr, int fd,
 	*l = (struct ts_http_listener){
 		.loop = loop, .tables = tables, .not_found = not_found, .ctx = ctx, .fd = -1
 	};
+	l->M = ts_mhd_load(err);
+	if (!l->M) {
+		r = -ENOPKG;
+		goto fail;
+	}
 	if (fd >= 0) {
 		int fl = fcntl(fd, F_GETFL);
 
@@ -875,17 +887,17 @@ int ts_http_listen(struct ts_loop *loop, const char *addr, int fd,
 		}
 	}
 	describe(l);
-	l->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, access_cb,
-				l, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)TS_HTTP_CONNECTIONS,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)TS_HTTP_IDLE_S,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)TS_HTTP_HEADER_MAX,
-				MHD_OPTION_NOTIFY_COMPLETED, completed_cb, l, MHD_OPTION_END);
+	l->d = l->M->start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+				  access_cb, l, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)TS_HTTP_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)TS_HTTP_IDLE_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)TS_HTTP_HEADER_MAX,
+				  MHD_OPTION_NOTIFY_COMPLETED, completed_cb, l, MHD_OPTION_END);
 	if (!l->d) {
 		r = ts_err(err, -EIO, "start the HTTP server on `%s`", l->addr);
 		goto fail;
 	}
-	info = MHD_get_daemon_info(l->d, MHD_DAEMON_INFO_EPOLL_FD);
+	info = l->M->get_daemon_info(l->d, MHD_DAEMON_INFO_EPOLL_FD);
 	l->watch = info ? ts_loop_add_fd(loop, info->epoll_fd, POLLIN, listener_run, l) : NULL;
 	l->timer = ts_loop_add_timer(loop, -1, listener_timer, l);
 	if (!l->watch || !l->timer || ts_loop_on_idle(loop, listener_idle, l) < 0) {
@@ -920,14 +932,14 @@ void ts_http_listener_free(struct ts_http_listener *l)
 				    * MHD_stop_daemon to close it (never to run the handler again) */
 			r->replied = true;
 			defer_unlink(r);
-			MHD_resume_connection(r->conn);
+			l->M->resume_connection(r->conn);
 		}
 	}
 	ts_loop_del_fd(l->watch);
 	ts_loop_del_timer(l->timer);
 	if (l->d) {
-		MHD_run(l->d);
-		MHD_stop_daemon(l->d); /* closes the listening socket */
+		l->M->run(l->d);
+		l->M->stop_daemon(l->d); /* closes the listening socket */
 		l->fd = -1;
 		l->d = NULL;
 	}

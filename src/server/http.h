@@ -10,7 +10,7 @@
  * until it ends or aborts it, or later (ts_req_defer, then a whole reply from a loop
  * callback). This is the only file set that includes <microhttpd.h>,
  * except the multipart upload of /files, which uses MHD's post processor
- * (ts_req_mhd_connection).
+ * (ts_req_mhd_connection, with the library's table from ts_req_mhd).
  */
 #include <jansson.h>
 #include <stdbool.h>
@@ -96,6 +96,8 @@ bool ts_req_failed(const struct ts_req *r);
 void ts_req_set_userdata(struct ts_req *r, void *userdata, void (*free_fn)(void *));
 void *ts_req_userdata(const struct ts_req *r);
 struct MHD_Connection *ts_req_mhd_connection(struct ts_req *r);
+struct ts_mhd;
+const struct ts_mhd *ts_req_mhd(const struct ts_req *r);
 
 /* --- whole replies (exactly one per request) ------------------------------------------- */
 

@@ -2,7 +2,6 @@
 #include "pulls.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -166,11 +165,8 @@ int ts_pulls_new(struct ts_loop *loop, const char *root, uint64_t max_bytes, str
 
 	if (!p)
 		return ts_err(err, -ENOMEM, "out of memory");
-	/* before any thread: libcurl's global state is set up once, here */
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		free(p);
-		return ts_err(err, -ENOMEM, "libcurl: global initialisation failed");
-	}
+	/* libcurl is loaded and initialised by the first pull's ts_reg_open, once and
+	 * thread-safely (curl-dl.h): serve runs, pulls aside, where it is not installed */
 	pthread_mutex_init(&p->mu, NULL);
 	p->refs = 1;
 	snprintf(p->root, sizeof(p->root), "%s", root);

@@ -218,6 +218,8 @@ is "$m2" "$m1" "no mount is left in the caller's namespace"
 grep -q '^ok   sandbox start' "$tmp/doc"; t $? "doctor starts a real sandbox"
 grep -q '^ok   user namespaces' "$tmp/doc"; t $? "doctor checks user namespaces"
 grep -Eq "^(ok|info) +name proxy: " "$tmp/doc"; t $? "doctor says whether the name proxy is installed"
+grep -q '^ok   libcurl: libcurl.so.4 loads' "$tmp/doc"; t $? "doctor loads libcurl"
+grep -q '^ok   libmicrohttpd: libmicrohttpd.so.12 loads' "$tmp/doc"; t $? "doctor loads libmicrohttpd"
 
 # usage errors
 "$cli" run 2>/dev/null; is $? 2 "run without a command is a usage error"

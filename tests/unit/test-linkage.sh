@@ -8,7 +8,7 @@
 #    users each child it forks empties its bounding set and clears its sets with raw
 #    prctl/capset syscalls, runtime/ids.c, before it runs anything.)
 set -u
-cli=$1 helper=$2 init=$3
+cli=$1 helper=$2 init=$3 # then the other binaries
 n=0 fail=0
 t() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi; }
 
@@ -28,6 +28,16 @@ fi
 lib_syms=$(nm "$helper" 2>/dev/null | awk '{print $NF}' | grep -E '^(sqlite3_|yaml_|json_|seccomp_init|seccomp_rule|curl_|nettle_)' | head -3 | tr '\n' ' ')
 t "$([ -z "$lib_syms" ] && echo 0 || echo 1)" "helper has no sqlite, yaml, json, libseccomp, curl or nettle code ($lib_syms)"
 nm "$helper" 2>/dev/null | grep -q 'nl_connect'; t $? "helper contains libnl (control)"
+
+# libcurl and libmicrohttpd are loaded with dlopen where used (src/lib/curl-dl.h,
+# src/server/mhd-dl.h): linked, they and their ~35 libraries cost every start of the CLI
+for bin in "$@"; do
+	needed=$(readelf -d "$bin" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+	bad=$(echo "$needed" | tr ' ' '\n' | grep -E '^lib(curl|microhttpd)' | tr '\n' ' ')
+	t "$([ -z "$bad" ] && echo 0 || echo 1)" "$(basename "$bin") has neither libcurl nor libmicrohttpd in DT_NEEDED ($bad)"
+done
+readelf -d "$cli" | grep -q 'NEEDED.*libc\.so'; t $? "CLI lists libc in DT_NEEDED (control: the check sees NEEDED entries)"
+nm -D --undefined-only "$cli" | grep -qE ' (curl_|MHD_)'; t "$([ $? = 1 ] && echo 0 || echo 1)" "CLI imports no curl_ or MHD_ symbol"
 
 forbidden='^(mount|umount|umount2|pivot_root|unshare|setns|capset|cap_set_proc|seccomp_load|mount_setattr|move_mount|open_tree|fsopen|fsmount)$'
 bad=$(nm -D --undefined-only "$cli" | awk '{print $NF}' | sed 's/@.*//' | grep -E "$forbidden" | tr '\n' ' ')
