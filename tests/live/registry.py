@@ -407,6 +407,20 @@ def agent_tests(work, host, base):
             ts("rm", "-f", sid)
 
 
+def start_serve(what, *extra):
+    """serve on free loopback ports: (process, "HOST:PORT" of its control plane), or
+    (process, None) after a failed check named what."""
+    serve = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen", "127.0.0.1:0",
+                              *extra],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = serve.stdout.readline()
+    mm = re.search(r"control plane on (\S+), envd on (\S+)", line)
+    if not t(mm is not None, what) or not mm:
+        diag(line)
+        return serve, None
+    return serve, mm.group(1).rstrip(",")
+
+
 def serve_tests(work, host, base):
     """serve: an E2B templateID that is a reference the store lacks is pulled, off the
     loop (another request is answered meanwhile)."""
@@ -414,16 +428,10 @@ def serve_tests(work, host, base):
     m = lay.image([base, [("pulled.txt", "file", b"pulled by serve\n", 0o644)]])
     lay.index([images.named(m, "s")])
     push(f"{work}/srv", "s", f"{host}/test/srv:1")
-    serve = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen", "127.0.0.1:0",
-                              "--pull", host],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    serve, api = start_serve("serve starts", "--pull", host)
     try:
-        line = serve.stdout.readline()
-        mm = re.search(r"control plane on (\S+), envd on (\S+)", line)
-        if not t(mm is not None, "serve starts") or not mm:
-            diag(line)
+        if not api:
             return
-        api = mm.group(1).rstrip(",")
 
         def req(method, path, body=None):
             h, p = api.rsplit(":", 1)
@@ -481,16 +489,12 @@ def serve_limit_tests(work, host, base):
     lay.index([images.named(m, "b")])
     push(f"{work}/big", "b", f"{host}/test/big:1")
     before = layer_dirs()
-    serve = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen", "127.0.0.1:0",
-                              "--pull", host, "--pull-max-size", "64K"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    serve, api = start_serve("serve --pull-max-size 64K starts", "--pull", host,
+                             "--pull-max-size", "64K")
     try:
-        line = serve.stdout.readline()
-        mm = re.search(r"control plane on (\S+), envd on (\S+)", line)
-        if not t(mm is not None, "serve --pull-max-size 64K starts") or not mm:
-            diag(line)
+        if not api:
             return
-        h, p = mm.group(1).rstrip(",").rsplit(":", 1)
+        h, p = api.rsplit(":", 1)
         c = http.client.HTTPConnection(h, int(p), timeout=120)
         c.request("POST", "/v2/sandboxes", body=json.dumps({"templateID": f"{host}/test/big:1"}),
                   headers={"X-API-KEY": "k", "Content-Type": "application/json"})
@@ -532,16 +536,11 @@ def serve_stop_tests(work, treg, base):
     treg.anon = True  # serve pulls anonymously
     host = f"127.0.0.1:{treg.port}"
     before = layer_dirs()
-    serve = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--envd-listen", "127.0.0.1:0",
-                              "--pull", host],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    serve, api = start_serve("serve starts (a pull to cancel)", "--pull", host)
     try:
-        line = serve.stdout.readline()
-        mm = re.search(r"control plane on (\S+), envd on (\S+)", line)
-        if not t(mm is not None, "serve starts (a pull to cancel)") or not mm:
-            diag(line)
+        if not api:
             return
-        h, p = mm.group(1).rstrip(",").rsplit(":", 1)
+        h, p = api.rsplit(":", 1)
         answer = {}
 
         def create():
