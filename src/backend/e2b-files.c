@@ -165,9 +165,7 @@ int e2b_file_rename(struct ts_sb *sb, const char *from, const char *to, const ch
 struct e2b_xfer {
 	struct e2b_stream *st;
 	bool write;
-	char path[256];	   /* for messages */
-	char boundary[64]; /* a multipart upload's, else "" */
-	bool end_pending;  /* its end waits for the queue to empty (step pushes it) */
+	char path[256]; /* for messages */
 };
 
 /*
@@ -180,49 +178,16 @@ struct e2b_xfer {
  */
 #define E2B_OCTET_STREAM_ENVD 0, 5, 7
 
-/* A boundary no file's bytes will hold by chance (128 random bits), as curl makes its. */
-static int new_boundary(char *buf, size_t len, struct ts_error *err)
+/* A filename a form's part can carry as it is: curl would escape these, and envd read
+ * them another way. */
+static bool form_name_ok(const char *name)
 {
-	uint8_t rnd[16];
-
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return ts_err_errno(err, -errno, "getrandom");
-	snprintf(buf, len, "toren-sandbox-");
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%02x", rnd[i]);
-	return 0;
-}
-
-/* The Content-Type line of a multipart body with boundary b, appended to *h. */
-static int multipart_header(const struct ts_curl *C, struct curl_slist **h, const char *b)
-{
-	char line[128];
-	struct curl_slist *n;
-
-	snprintf(line, sizeof(line), "Content-Type: multipart/form-data; boundary=%s", b);
-	if (!(n = C->slist_append(*h, line)))
-		return -ENOMEM;
-	*h = n;
-	return 0;
+	return !strpbrk(name, "\"\\\r\n");
 }
 
 static struct e2b_xfer *ex(const struct ts_xfer *x)
 {
 	return x->impl;
-}
-
-/* A multipart upload's first bytes: its one part's head. With the `path` query envd
- * ignores the filename (delta §6): one that cannot be quoted is sent as `file`. */
-static int multipart_open(struct e2b_xfer *m, struct ts_error *err)
-{
-	size_t len = 0;
-	_cleanup_free_ char *head = e2b_multipart_head(m->boundary, m->path, true, &len);
-
-	if (!head && errno == EINVAL)
-		head = e2b_multipart_head(m->boundary, "file", true, &len);
-	if (!head)
-		return ts_err(err, -ENOMEM, "out of memory");
-	return e2b_stream_push(m->st, head, len, false, err);
 }
 
 int e2b_xfer_start(struct ts_sb *sb, const char *path, const char *user, bool write, int mode,
@@ -232,6 +197,7 @@ int e2b_xfer_start(struct ts_sb *sb, const char *path, const char *user, bool wr
 	_cleanup_free_ char *p = e2b_uri_component(path), *u = NULL, *url = NULL;
 	struct e2b_xfer *m;
 	struct curl_slist *h = NULL, *h2 = NULL;
+	bool form;
 	int r;
 
 	/* /files takes the user as a query parameter, not Basic auth (spec §5); it has no
@@ -242,35 +208,35 @@ int e2b_xfer_start(struct ts_sb *sb, const char *path, const char *user, bool wr
 		return ts_err(err, -ENOMEM, "out of memory");
 	if (!(m = calloc(1, sizeof(*m))))
 		return ts_err(err, -ENOMEM, "out of memory");
-	if (write &&
-	    e2b_envd_older(((struct e2b_sb *)sb->impl)->envd_version, E2B_OCTET_STREAM_ENVD) &&
-	    (r = new_boundary(m->boundary, sizeof(m->boundary), err)) < 0) {
-		free(m);
-		return r;
-	}
+	form = write &&
+	       e2b_envd_older(((struct e2b_sb *)sb->impl)->envd_version, E2B_OCTET_STREAM_ENVD);
 	if (e2b_envd_headers(t, NULL, &h) < 0 ||
-	    (write && m->boundary[0] && multipart_header(t->e->C, &h, m->boundary) < 0) ||
-	    (write && !m->boundary[0] &&
+	    (write && !form &&
 	     !(h2 = t->e->C->slist_append(h, "Content-Type: application/octet-stream")))) {
 		t->e->C->slist_free_all(h);
 		free(m);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
-	if (write && h2)
+	if (h2)
 		h = h2;
 	m->write = write;
 	snprintf(m->path, sizeof(m->path), "%s", path);
-	r = e2b_stream_open(t->e, url, !write, h, NULL, 0, write, true, TS_BE_REPLY_MS, &m->st,
-			    err);
+	if (form) {
+		/* with the `path` query envd ignores the filename (delta §6): one that
+		 * cannot go as it is goes as `file` */
+		struct e2b_form_part part = { .filename = form_name_ok(path) ? path : "file",
+					      .pushed = true };
+
+		r = e2b_stream_open_form(t->e, url, h, &part, 1, TS_BE_REPLY_MS, &m->st, err);
+	} else {
+		r = e2b_stream_open(t->e, url, !write, h, NULL, 0, write, true, TS_BE_REPLY_MS,
+				    &m->st, err);
+	}
 	if (r < 0) {
 		free(m);
 		return ts_err_prefix(err, r, "`%.200s`", path);
 	}
 	x->impl = m;
-	if (m->boundary[0] && (r = multipart_open(m, err)) < 0) {
-		e2b_xfer_close(x);
-		return ts_err_prefix(err, r, "`%.200s`", path);
-	}
 	return 0;
 }
 
@@ -306,41 +272,12 @@ static int xfer_failed(struct e2b_xfer *m, struct ts_error *err)
 	return ts_err_prefix(err, r, "`%.200s`", m->path);
 }
 
-/* The last bytes of a multipart upload, then the body's end, in one push: a second
- * push could find the first still waiting. */
-static int multipart_finish(struct e2b_xfer *m, const void *data, size_t len, struct ts_error *err)
-{
-	size_t tail_len = 0;
-	_cleanup_free_ char *tail = e2b_multipart_end(m->boundary, &tail_len);
-	_cleanup_free_ uint8_t *all = tail ? malloc(len + tail_len) : NULL;
-	int r;
-
-	if (!all)
-		return ts_err(err, -ENOMEM, "out of memory");
-	if (len)
-		memcpy(all, data, len);
-	memcpy(all + len, tail, tail_len);
-	r = e2b_stream_push(m->st, all, len + tail_len, true, err);
-	m->end_pending = r == -EAGAIN && !len;
-	if (m->end_pending) {
-		/* ts_xfer_finish cannot be told to wait: the end goes once there is room */
-		ts_err_clear(err);
-		r = 0;
-	}
-	return r;
-}
-
 int e2b_xfer_step(struct ts_xfer *x, const uint8_t **data, size_t *len, struct ts_error *err)
 {
 	struct e2b_xfer *m = ex(x);
 	struct e2b_stream *s = m->st;
 	int r;
 
-	if (m->end_pending && !s->done) {
-		r = multipart_finish(m, NULL, 0, err);
-		if (r < 0)
-			return ts_err_prefix(err, r, "`%.200s`", m->path);
-	}
 	for (int round = 0; round < 2; round++) {
 		size_t have = e2b_envelopes_pending(&s->in);
 
@@ -373,8 +310,6 @@ int e2b_xfer_push(struct ts_xfer *x, const void *data, size_t len, bool finish,
 		return ts_err(err, -EINVAL, "a read takes no data");
 	if (m->st->done)
 		return 0; /* it failed already: step says how */
-	if (finish && m->boundary[0])
-		return multipart_finish(m, data, len, err);
 	return e2b_stream_push(m->st, data, len, finish, err);
 }
 
@@ -391,37 +326,6 @@ void e2b_xfer_close(struct ts_xfer *x)
 }
 
 /* --- files.write of several files ---------------------------------------------------- */
-
-#define E2B_PUSH_PIECE (64U << 10)
-
-/* Queue len bytes, waiting for room as the stream sends (the last with finish). Stops
- * early, with 0, when the transfer has ended (envd answered before the whole body). */
-static int push_all(struct e2b_stream *s, const void *data, size_t len, bool finish,
-		    struct ts_error *err)
-{
-	size_t off = 0;
-
-	if (!len)
-		return finish && !s->done ? e2b_stream_push(s, NULL, 0, true, err) : 0;
-	do {
-		size_t piece = len - off > E2B_PUSH_PIECE ? E2B_PUSH_PIECE : len - off;
-		int r;
-
-		if (s->done)
-			return 0;
-		r = e2b_stream_push(s, (const uint8_t *)data + off, piece,
-				    finish && off + piece == len, err);
-		if (r == -EAGAIN) {
-			ts_err_clear(err);
-			r = e2b_stream_wait(s, 1000, err);
-			piece = 0;
-		}
-		if (r < 0)
-			return r;
-		off += piece;
-	} while (off < len);
-	return 0;
-}
 
 /* The answer of a write of n files: 200 with one entry each. */
 static int many_answer(struct e2b_xfer *m, size_t n, struct ts_error *err)
@@ -444,16 +348,16 @@ int e2b_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size
 			const char *user, size_t *done, struct ts_error *err)
 {
 	const struct e2b_target *t = e2b_target_of(sb);
-	_cleanup_free_ char *u = NULL, *url = NULL, *end = NULL;
+	_cleanup_free_ char *u = NULL, *url = NULL;
+	_cleanup_free_ struct e2b_form_part *parts = NULL;
 	struct e2b_xfer m = { .write = true };
 	struct curl_slist *h = NULL;
-	size_t end_len = 0;
 	int r;
 
 	/* a path no filename can carry goes in a query, one POST each (as the SDK's
 	 * octet-stream writes) */
 	for (size_t i = 0; i < n; i++)
-		if (strpbrk(files[i].path, "\"\\\r\n")) {
+		if (!form_name_ok(files[i].path)) {
 			size_t k = 0;
 
 			for (r = 0; k < n && r == 0; k++)
@@ -464,43 +368,27 @@ int e2b_file_write_many(struct ts_sb *sb, const struct ts_file_data *files, size
 				*done = k;
 			return r;
 		}
-	snprintf(m.path, sizeof(m.path), "%s", files[0].path);
 	/* the SDK's files.write([...]): no `path` query, the user in `username` (spec §5) */
 	if ((user && *user && !(u = e2b_uri_component(user))) ||
-	    asprintf(&url, "%s/files%s%s", t->envd_url, u ? "?username=" : "", u ? u : "") < 0)
+	    asprintf(&url, "%s/files%s%s", t->envd_url, u ? "?username=" : "", u ? u : "") < 0 ||
+	    !(parts = calloc(n, sizeof(*parts))))
 		return ts_err(err, -ENOMEM, "out of memory");
-	if ((r = new_boundary(m.boundary, sizeof(m.boundary), err)) < 0)
-		return r;
-	if (!(end = e2b_multipart_end(m.boundary, &end_len)) || e2b_envd_headers(t, NULL, &h) < 0 ||
-	    multipart_header(t->e->C, &h, m.boundary) < 0) {
+	for (size_t i = 0; i < n; i++)
+		parts[i] = (struct e2b_form_part){ .filename = files[i].path,
+						   .data = files[i].data,
+						   .len = files[i].len };
+	if (e2b_envd_headers(t, NULL, &h) < 0) {
 		t->e->C->slist_free_all(h);
 		return ts_err(err, -ENOMEM, "out of memory");
 	}
-	r = e2b_stream_open(t->e, url, false, h, NULL, 0, true, true, TS_BE_REPLY_MS, &m.st, err);
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		size_t head_len = 0;
-		_cleanup_free_ char *head =
-			e2b_multipart_head(m.boundary, files[i].path, i == 0, &head_len);
-
-		snprintf(m.path, sizeof(m.path), "%s", files[i].path);
-		if (!head)
-			r = ts_err(err, -ENOMEM, "out of memory");
-		if (r == 0)
-			r = push_all(m.st, head, head_len, false, err);
-		if (r == 0)
-			r = push_all(m.st, files[i].data, files[i].len, false, err);
-	}
-	if (r == 0)
-		r = push_all(m.st, end, end_len, true, err);
+	snprintf(m.path, sizeof(m.path), "%s%s", files[0].path, n > 1 ? " and the rest" : "");
+	r = e2b_stream_open_form(t->e, url, h, parts, n, TS_BE_REPLY_MS, &m.st, err);
 	while (r == 0 && !m.st->done)
 		r = e2b_stream_wait(m.st, 1000, err);
-	if (r == 0) {
-		snprintf(m.path, sizeof(m.path), "%s%s", files[0].path,
-			 n > 1 ? " and the rest" : "");
+	if (r == 0)
 		r = many_answer(&m, n, err);
-	} else {
+	else
 		r = ts_err_prefix(err, r, "`%.200s`", m.path);
-	}
 	e2b_stream_free(m.st);
 	if (done)
 		*done = r == 0 ? n : 0;

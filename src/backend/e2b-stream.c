@@ -152,9 +152,10 @@ static int add_fd(int epfd, int fd)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist *hdrs,
-		    const void *body, size_t len, bool streaming, bool raw, long long guard_ms,
-		    struct e2b_stream **ret, struct ts_error *err)
+/* A stream with its fds, a multi and an easy handle for url, not started yet: the
+ * response's options set, the request's left to the caller. hdrs is taken. */
+static int stream_new(struct e2b *e, const char *url, struct curl_slist *hdrs, bool raw,
+		      long long guard_ms, struct e2b_stream **ret, struct ts_error *err)
 {
 	struct e2b_stream *s = calloc(1, sizeof(*s));
 
@@ -167,7 +168,6 @@ int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist 
 	s->epfd = s->tfd = s->wfd = s->gfd = -EBADF;
 	s->raw = raw;
 	s->guard_ms = guard_ms;
-	s->up_streaming = streaming;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	s->gfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -178,15 +178,6 @@ int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist 
 
 		e2b_stream_free(s);
 		return r;
-	}
-	if (body && len) {
-		s->up = malloc(len);
-		if (!s->up) {
-			e2b_stream_free(s);
-			return ts_err(err, -ENOMEM, "out of memory");
-		}
-		memcpy(s->up, body, len);
-		s->up_len = len;
 	}
 	s->multi = s->C->multi_init();
 	s->easy = e2b_easy_new(e, url, s->errbuf);
@@ -201,6 +192,41 @@ int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist 
 	ts_curl_setopt(s->C, s->easy, CURLOPT_HTTPHEADER, hdrs);
 	ts_curl_setopt(s->C, s->easy, CURLOPT_WRITEFUNCTION, on_data);
 	ts_curl_setopt(s->C, s->easy, CURLOPT_WRITEDATA, s);
+	*ret = s;
+	return 0;
+}
+
+/* Hand the stream to its multi: the transfer begins on the first drive. */
+static int stream_start(struct e2b_stream *s, struct e2b_stream **ret, struct ts_error *err)
+{
+	if (s->C->multi_add_handle(s->multi, s->easy) != CURLM_OK) {
+		e2b_stream_free(s);
+		return ts_err(err, -ENOMEM, "curl_multi_add_handle failed");
+	}
+	guard_touch(s);
+	*ret = s;
+	return 0;
+}
+
+int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist *hdrs,
+		    const void *body, size_t len, bool streaming, bool raw, long long guard_ms,
+		    struct e2b_stream **ret, struct ts_error *err)
+{
+	struct e2b_stream *s;
+	int r = stream_new(e, url, hdrs, raw, guard_ms, &s, err);
+
+	if (r < 0)
+		return r;
+	s->up_streaming = streaming;
+	if (body && len) {
+		s->up = malloc(len);
+		if (!s->up) {
+			e2b_stream_free(s);
+			return ts_err(err, -ENOMEM, "out of memory");
+		}
+		memcpy(s->up, body, len);
+		s->up_len = len;
+	}
 	if (get) {
 		ts_curl_setopt(s->C, s->easy, CURLOPT_HTTPGET, 1L);
 	} else {
@@ -212,13 +238,91 @@ int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist 
 		ts_curl_setopt(s->C, s->easy, CURLOPT_POSTFIELDSIZE_LARGE,
 			       streaming ? (curl_off_t)-1 : (curl_off_t)len);
 	}
-	if (s->C->multi_add_handle(s->multi, s->easy) != CURLM_OK) {
-		e2b_stream_free(s);
-		return ts_err(err, -ENOMEM, "curl_multi_add_handle failed");
+	return stream_start(s, ret, err);
+}
+
+/* A form part's bytes read in place from memory the caller keeps (curl_mime_data would
+ * copy them). */
+struct mem_part {
+	const uint8_t *p;
+	size_t len, off;
+};
+
+static size_t mem_read(char *buf, size_t size, size_t n, void *arg)
+{
+	struct mem_part *m = arg;
+	size_t want = size * n;
+
+	if (want > m->len - m->off)
+		want = m->len - m->off;
+	memcpy(buf, m->p + m->off, want);
+	m->off += want;
+	return want;
+}
+
+static int mem_seek(void *arg, curl_off_t offset, int origin)
+{
+	struct mem_part *m = arg;
+
+	if (origin != SEEK_SET || offset < 0 || (size_t)offset > m->len)
+		return CURL_SEEKFUNC_FAIL;
+	m->off = (size_t)offset;
+	return CURL_SEEKFUNC_OK;
+}
+
+static int add_part(struct e2b_stream *s, const struct e2b_form_part *fp)
+{
+	curl_mimepart *part = s->C->mime_addpart(s->form);
+	struct mem_part *m;
+
+	if (!part || s->C->mime_name(part, "file") != CURLE_OK ||
+	    s->C->mime_filename(part, fp->filename) != CURLE_OK ||
+	    s->C->mime_type(part, "application/octet-stream") != CURLE_OK)
+		return -ENOMEM;
+	if (fp->pushed)
+		/* of a size nobody knows yet: curl sends the body chunked */
+		return s->C->mime_data_cb(part, -1, on_read, NULL, NULL, s) == CURLE_OK ? 0
+											: -ENOMEM;
+	if (!(m = calloc(1, sizeof(*m))))
+		return -ENOMEM;
+	m->p = fp->data;
+	m->len = fp->len;
+	if (s->C->mime_data_cb(part, (curl_off_t)fp->len, mem_read, mem_seek, free, m) !=
+	    CURLE_OK) {
+		free(m);
+		return -ENOMEM;
 	}
-	guard_touch(s);
-	*ret = s;
 	return 0;
+}
+
+int e2b_stream_open_form(struct e2b *e, const char *url, struct curl_slist *hdrs,
+			 const struct e2b_form_part *parts, size_t n, long long guard_ms,
+			 struct e2b_stream **ret, struct ts_error *err)
+{
+	struct e2b_stream *s;
+	int r = stream_new(e, url, hdrs, true, guard_ms, &s, err);
+
+	if (r < 0)
+		return r;
+	s->up_streaming = n && parts[n - 1].pushed;
+	s->form = s->C->mime_init(s->easy);
+	for (size_t i = 0; s->form && i < n; i++) {
+		if (parts[i].pushed && i + 1 < n) {
+			e2b_stream_free(s);
+			return ts_err(err, -EINVAL, "only a form's last part can be pushed");
+		}
+		if (add_part(s, &parts[i]) < 0) {
+			e2b_stream_free(s);
+			return ts_err(err, -ENOMEM, "out of memory for a form's part");
+		}
+	}
+	if (!s->form) {
+		e2b_stream_free(s);
+		return ts_err(err, -ENOMEM, "out of memory");
+	}
+	/* curl writes the framing and the boundary, in Content-Type too */
+	ts_curl_setopt(s->C, s->easy, CURLOPT_MIMEPOST, s->form);
+	return stream_start(s, ret, err);
 }
 
 int e2b_stream_drive(struct e2b_stream *s, struct ts_error *err)
@@ -358,6 +462,8 @@ void e2b_stream_free(struct e2b_stream *s)
 		s->C->easy_cleanup(s->easy);
 	if (s->multi)
 		s->C->multi_cleanup(s->multi);
+	if (s->form) /* after the easy handle that read it */
+		s->C->mime_free(s->form);
 	s->C->slist_free_all(s->hdrs);
 	e2b_envelopes_clear(&s->in);
 	free(s->up);

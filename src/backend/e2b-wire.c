@@ -148,38 +148,6 @@ char *e2b_uri_component(const char *s)
 	return pct(s, uri_keep);
 }
 
-char *e2b_multipart_head(const char *boundary, const char *filename, bool first, size_t *len)
-{
-	char *out = NULL;
-	int n;
-
-	if (strpbrk(filename, "\"\\\r\n")) {
-		errno = EINVAL;
-		return NULL;
-	}
-	n = asprintf(&out,
-		     "%s--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
-		     "Content-Type: application/octet-stream\r\n\r\n",
-		     first ? "" : "\r\n", boundary, filename);
-	if (n < 0) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	*len = (size_t)n;
-	return out;
-}
-
-char *e2b_multipart_end(const char *boundary, size_t *len)
-{
-	char *out = NULL;
-	int n = asprintf(&out, "\r\n--%s--\r\n", boundary);
-
-	if (n < 0)
-		return NULL;
-	*len = (size_t)n;
-	return out;
-}
-
 bool e2b_envd_older(const char *version, unsigned major, unsigned minor, unsigned patch)
 {
 	unsigned a, b, c;

@@ -48,16 +48,6 @@ char *e2b_uri_component(const char *s);
  * appends it after `metadata=`. NULL on ENOMEM. */
 char *e2b_metadata_query(const char *const *keys, const char *const *values, size_t n);
 
-/*
- * multipart/form-data as the SDK uploads files (spec §5, POST /files): each file a part
- * named `file` whose filename is its path, application/octet-stream. The head of a part
- * (first: none came before it, else it also closes the previous one's data) and the end
- * of the body, malloc'd; boundary is 1-70 of [0-9A-Za-z-]. The head is NULL (errno
- * EINVAL) for a filename with a quote, a backslash, CR or LF: no quoting reads back the
- * same in every multipart reader. NULL on ENOMEM.
- */
-char *e2b_multipart_head(const char *boundary, const char *filename, bool first, size_t *len);
-char *e2b_multipart_end(const char *boundary, size_t *len);
 /* Is envd's version (semver) older than major.minor.patch? "" (not reported): no. */
 bool e2b_envd_older(const char *version, unsigned major, unsigned minor, unsigned patch);
 

@@ -118,6 +118,7 @@ struct e2b_stream {
 	uint8_t *up;
 	size_t up_len, up_off;
 	bool up_streaming, up_finished, up_paused;
+	curl_mime *form; /* a multipart body (e2b_stream_open_form), else NULL */
 	/* response body, as it came (envelopes or raw bytes) */
 	struct e2b_envelopes in;
 	bool raw, rx_paused;
@@ -137,6 +138,24 @@ struct e2b_stream {
 int e2b_stream_open(struct e2b *e, const char *url, bool get, struct curl_slist *hdrs,
 		    const void *body, size_t len, bool streaming, bool raw, long long guard_ms,
 		    struct e2b_stream **ret, struct ts_error *err);
+/*
+ * One part of a multipart/form-data upload, as the SDK uploads files (spec §5, POST
+ * /files): the form field `file` named filename, of type application/octet-stream. Its
+ * bytes are data (len), read in place (they must last as long as the stream), or, with
+ * pushed (the last part only), what e2b_stream_push queues, to its finish.
+ */
+struct e2b_form_part {
+	const char *filename;
+	const void *data;
+	size_t len;
+	bool pushed;
+};
+
+/* Start a POST of the form of n parts (curl's mime: curl writes the framing); the response
+ * is buffered raw. hdrs is taken and must not set Content-Type. */
+int e2b_stream_open_form(struct e2b *e, const char *url, struct curl_slist *hdrs,
+			 const struct e2b_form_part *parts, size_t n, long long guard_ms,
+			 struct e2b_stream **ret, struct ts_error *err);
 /* A server-streaming Connect call (path "process.Process/Start"): one request envelope of
  * req (taken), application/connect+json, envd's headers, Connect-Timeout-Ms when
  * timeout_ms > 0. */

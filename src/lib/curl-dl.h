@@ -44,6 +44,7 @@ struct ts_curl {
 	__typeof__(curl_mime_addpart) *mime_addpart;
 	__typeof__(curl_mime_name) *mime_name;
 	__typeof__(curl_mime_data) *mime_data;
+	__typeof__(curl_mime_data_cb) *mime_data_cb;
 	__typeof__(curl_mime_filename) *mime_filename;
 	__typeof__(curl_mime_type) *mime_type;
 	__typeof__(curl_mime_free) *mime_free;

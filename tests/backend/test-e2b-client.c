@@ -498,6 +498,19 @@ static void serve_files(int fd, const struct req *q)
 			bad("the old envd's upload is not the SDK's multipart");
 		reply(fd, 200, "application/json", NULL,
 		      "[{\"path\":\"/old-up\",\"name\":\"old-up\",\"type\":\"file\"}]");
+	} else if (!strcmp(q->target, "/files?path=%2Fold%22q%0D%0AX-Evil%3A%201")) {
+		/* a path no filename can carry: the part is named `file` (the query names
+		 * the path), never a header of its own */
+		struct part p[2];
+		bool good = parts_of(q, p, 2) == 1 && !strcmp(p[0].filename, "file") &&
+			    p[0].len == 3 && !memcmp(p[0].data, "abc", 3) &&
+			    !memmem(q->body, q->len, "X-Evil", 6);
+
+		seen->multipart_ok += good;
+		if (!good)
+			bad("the old envd's upload of an odd path is not one part named `file`");
+		reply(fd, 200, "application/json", NULL,
+		      "[{\"path\":\"/old\\\"q\",\"name\":\"q\",\"type\":\"file\"}]");
 	} else if (!strcmp(q->target, "/files?username=user")) {
 		/* files.write([...]): no path query, a part per file named by its path */
 		struct part p[3];
@@ -1052,6 +1065,11 @@ static void test_probes(struct ts_backend *b, const char *url)
 	ok(r == 0 && seen->multipart_ok == 1,
 	   "write to envd < 0.5.7: the SDK's multipart, streamed (chunked), one part named by "
 	   "the path (%s)",
+	   r < 0 ? err.msg : "");
+	r = ts_file_write(old, "/old\"q\r\nX-Evil: 1", NULL, "abc", 3, -1, &err);
+	ok(r == 0 && seen->multipart_ok == 2,
+	   "write to envd < 0.5.7 of a path with a quote and CR LF: one part named `file`, no "
+	   "header injected (%s)",
 	   r < 0 ? err.msg : "");
 	free(big);
 	ts_sb_close(old);

@@ -433,34 +433,8 @@ static void test_config(void)
 	   "TOREN_SANDBOX=e2b without a key: an authentication error");
 }
 
-static void test_multipart(void)
+static void test_envd_versions(void)
 {
-	size_t len = 0, len2 = 0, len3 = 0;
-	char *a = e2b_multipart_head("B0", "/home/user/w.txt", true, &len);
-	char *b = e2b_multipart_head("B0", "rel/x.bin", false, &len2);
-	char *end = e2b_multipart_end("B0", &len3);
-
-	/* the SDK's upload as the spec captured it (§5): a part named `file`, its filename
-	 * the whole path, application/octet-stream */
-	ok(a && len == strlen(a) &&
-		   !strcmp(a, "--B0\r\nContent-Disposition: form-data; name=\"file\"; "
-			      "filename=\"/home/user/w.txt\"\r\nContent-Type: "
-			      "application/octet-stream\r\n\r\n"),
-	   "multipart: the first part's head");
-	ok(b && len2 == strlen(b) && !strncmp(b, "\r\n--B0\r\n", 8) &&
-		   strstr(b, "filename=\"rel/x.bin\"\r\n"),
-	   "multipart: a later part's head closes the data before it");
-	ok(end && len3 == 10 && !strcmp(end, "\r\n--B0--\r\n"), "multipart: the end");
-	free(a);
-	free(b);
-	free(end);
-	errno = 0;
-	a = e2b_multipart_head("B0", "a\"b", true, &len);
-	ok(!a && errno == EINVAL, "multipart: a filename with a quote is refused");
-	a = e2b_multipart_head("B0", "a\r\nX-Evil: 1", true, &len);
-	ok(!a && errno == EINVAL, "multipart: a filename with CR LF is refused (no header "
-				  "injection)");
-
 	ok(e2b_envd_older("0.5.6", 0, 5, 7) && e2b_envd_older("0.4.99", 0, 5, 7) &&
 		   !e2b_envd_older("0.5.7", 0, 5, 7) && !e2b_envd_older("0.6.13", 0, 5, 7) &&
 		   !e2b_envd_older("1.0.0", 0, 5, 7) && !e2b_envd_older("", 0, 5, 7) &&
@@ -479,6 +453,6 @@ int main(void)
 	test_errors();
 	test_basic_user();
 	test_config();
-	test_multipart();
+	test_envd_versions();
 	return done();
 }
