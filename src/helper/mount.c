@@ -385,13 +385,24 @@ static int overlay_opts(char *opts, size_t size, const struct ts_mount_op *op, b
 	return 0;
 }
 
+static int mount_overlay(struct ts_mount_state *st, struct ts_mount_op *op, bool userxattr,
+			 int targetfd, struct ts_error *err)
+{
+	char opts[2048];
+	int r = overlay_opts(opts, sizeof(opts), op, userxattr, err);
+
+	if (r < 0)
+		return r;
+	return mount_new(st, "overlay", opts,
+			 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op->ro ? MOUNT_ATTR_RDONLY : 0),
+			 targetfd, op->dest, err);
+}
+
 static int do_overlay(struct ts_mount_state *st, struct ts_mount_op *op, int targetfd,
 		      struct ts_error *err)
 {
-	const unsigned int attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				   (op->ro ? MOUNT_ATTR_RDONLY : 0);
-	char opts[2048], first[sizeof(err->msg)];
-	bool userxattr = !st->no_userxattr;
+	char first[sizeof(err->msg)];
+	bool userxattr = !st->no_userxattr, idmapped = false;
 	int r;
 
 	if (op->ro && op->n_lowers == 1 && op->lower_idmapped_fds[0] < 0)
@@ -410,15 +421,31 @@ static int do_overlay(struct ts_mount_state *st, struct ts_mount_op *op, int tar
 		/* The parent's id-mapped tree (idmount.h), attached over the layer in our
 		 * private namespace: overlayfs refuses a detached mount of a namespace
 		 * whose user namespace we have no privilege over. The fd then names the
-		 * attached mount. */
+		 * attached mount; lower_fds[k] still names the layer's own directory. */
 		r = attach(st, op->lower_idmapped_fds[k], op->lower_fds[k], op->lowers[k], err);
 		if (r < 0)
 			return ts_err_prefix(err, r, "id-mapped layer");
+		idmapped = true;
 	}
-	r = overlay_opts(opts, sizeof(opts), op, userxattr, err);
-	if (r < 0)
-		return r;
-	r = mount_new(st, "overlay", opts, attrs, targetfd, op->dest, err);
+	r = mount_overlay(st, op, userxattr, targetfd, err);
+	if (r == -EINVAL && idmapped) {
+		/* Before Linux 5.19 overlayfs refuses id-mapped layers (EINVAL): the layers
+		 * as they are, of an unmapped owner (so without `userxattr`, as above) */
+		fprintf(stderr,
+			"toren-sandbox-helper: warning: %s (overlayfs before Linux 5.19 takes no "
+			"id-mapped layer); `%s` is mounted with its layers as they are: their "
+			"files belong to ids the sandbox does not have\n",
+			err ? err->msg : "", op->dest);
+		ts_err_clear(err);
+		for (size_t k = 0; k < op->n_lowers; k++)
+			if (op->lower_idmapped_fds[k] >= 0) {
+				close(op->lower_idmapped_fds[k]);
+				op->lower_idmapped_fds[k] = -EBADF;
+				op->lower_unmapped[k] = true;
+				userxattr = false;
+			}
+		return mount_overlay(st, op, userxattr, targetfd, err);
+	}
 	if (r != -EINVAL || !userxattr)
 		return r;
 	/* `userxattr` is Linux 5.11's: an older overlayfs refuses the unknown option with
@@ -428,10 +455,7 @@ static int do_overlay(struct ts_mount_state *st, struct ts_mount_op *op, int tar
 	st->no_userxattr = true;
 	snprintf(first, sizeof(first), "%s", err ? err->msg : "");
 	ts_err_clear(err);
-	r = overlay_opts(opts, sizeof(opts), op, false, err);
-	if (r < 0)
-		return r;
-	r = mount_new(st, "overlay", opts, attrs, targetfd, op->dest, err);
+	r = mount_overlay(st, op, false, targetfd, err);
 	if (r == 0)
 		fprintf(stderr,
 			"toren-sandbox-helper: warning: %s (overlayfs before Linux 5.11?); `%s` "
