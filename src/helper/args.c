@@ -129,7 +129,7 @@ static struct ts_mount_op *add_op(struct ts_helper_ctx *ctx, enum ts_mount_kind 
 	op->src_fd = op->upper_fd = op->work_fd = op->idmapped_fd = -EBADF;
 	op->owner = op->map_uid = op->map_gid = -1;
 	for (size_t i = 0; i < TS_HELPER_MAX_LOWERS; i++)
-		op->lower_fds[i] = -EBADF;
+		op->lower_fds[i] = op->lower_idmapped_fds[i] = -EBADF;
 	return op;
 }
 

@@ -88,6 +88,12 @@ struct ts_mount_op {
 	size_t n_lowers;
 	const char *upper, *work;
 	int upper_fd, work_fd;
+	/* made by the parent (idmount.h): a layer whose owner the sandbox does not map,
+	 * id-mapped with the sandbox's maps (-EBADF: none); and whether a layer stays
+	 * owned by an unmapped id (then no `userxattr`: overlayfs could not read a user.*
+	 * xattr of its directories that only their owner may read) */
+	int lower_idmapped_fds[TS_HELPER_MAX_LOWERS];
+	bool lower_unmapped[TS_HELPER_MAX_LOWERS];
 	/* tmpfs */
 	unsigned long long size; /* 0: kernel default */
 	mode_t mode;

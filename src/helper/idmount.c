@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,14 +26,13 @@ static long long user_outside(const struct ts_idmap_line *map, size_t n)
 }
 
 /*
- * A user namespace fd whose maps are the single lines `uid X 1` and `gid Y 1`: held by a
- * child that only waits, so that nothing ever runs in it.
+ * A user namespace fd with the given uid_map and gid_map contents: held by a child that
+ * only waits, so that nothing ever runs in it.
  */
-static int mapping_userns(long long uid, long long x, long long gid, long long y,
-			  struct ts_error *err)
+static int mapping_userns(const char *uid_map, const char *gid_map, struct ts_error *err)
 {
 	int go[2] = { -1, -1 }, ready[2] = { -1, -1 }, fd = -1, r = 0, status;
-	char path[64], line[64];
+	char path[64];
 	pid_t pid;
 
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0) {
@@ -65,12 +65,10 @@ static int mapping_userns(long long uid, long long x, long long gid, long long y
 			r = ts_err(err, -EPERM, "user namespace for an id-mapped mount");
 	}
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-	snprintf(line, sizeof(line), "%lld %lld 1\n", uid, x);
-	if (r == 0 && (r = ts_write_file_at(AT_FDCWD, path, line)) < 0)
+	if (r == 0 && (r = ts_write_file_at(AT_FDCWD, path, uid_map)) < 0)
 		ts_err_errno(err, r, "write `%s`", path);
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-	snprintf(line, sizeof(line), "%lld %lld 1\n", gid, y);
-	if (r == 0 && (r = ts_write_file_at(AT_FDCWD, path, line)) < 0)
+	if (r == 0 && (r = ts_write_file_at(AT_FDCWD, path, gid_map)) < 0)
 		ts_err_errno(err, r, "write `%s`", path);
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
 	if (r == 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -97,7 +95,11 @@ static int make_tree(struct ts_mount_op *op, long long x, long long y, struct ts
 	struct mount_attr ma = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID |
 					     MOUNT_ATTR_NODEV };
 
-	userns = mapping_userns(op->map_uid, x, op->map_gid, y, err);
+	char uid_map[64], gid_map[64];
+
+	snprintf(uid_map, sizeof(uid_map), "%lld %lld 1\n", op->map_uid, x);
+	snprintf(gid_map, sizeof(gid_map), "%lld %lld 1\n", op->map_gid, y);
+	userns = mapping_userns(uid_map, gid_map, err);
 	if (userns < 0)
 		return userns;
 	/* this mount only: an id mapping applies to one file system, and a mount below the
@@ -147,6 +149,106 @@ int ts_idmount_prepare(struct ts_helper_ctx *ctx, struct ts_error *err)
 		}
 		if (r < 0)
 			return r;
+	}
+	return 0;
+}
+
+/* Whether the host id (as this namespace sees it) is the outside of a map line. */
+static bool outside_mapped(const struct ts_idmap_line *map, size_t n, unsigned long id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (id >= map[i].outside && id - map[i].outside < map[i].count)
+			return true;
+	return false;
+}
+
+static int format_map(char *buf, size_t size, const struct ts_idmap_line *map, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%lu %lu %lu\n", map[i].inside,
+					map[i].outside, map[i].count);
+	return len < size ? 0 : -E2BIG;
+}
+
+/* A layer as a detached, read-only, nosuid, nodev tree id-mapped through userns. */
+static int lower_tree(const char *path, int userns, struct ts_error *err)
+{
+	_cleanup_close_ int tree = -EBADF;
+	struct mount_attr ma = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
+					     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+				 .userns_fd = (uint64_t)userns };
+
+	/* this mount only, as for binds: a mount below the layer would be another */
+	tree = ts_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return ts_err_errno(err, -errno, "open layer `%s` for an id-mapped mount", path);
+	if (ts_mount_setattr(tree, "", AT_EMPTY_PATH, &ma) < 0)
+		return ts_err_errno(err, -errno, "id-map layer `%s`", path);
+	return TAKE_FD(tree);
+}
+
+int ts_idmount_prepare_lowers(struct ts_helper_ctx *ctx, struct ts_error *err)
+{
+	_cleanup_close_ int userns = -EBADF;
+	char uid_map[TS_HELPER_MAX_IDMAP * 40], gid_map[TS_HELPER_MAX_IDMAP * 40];
+	bool tried = false;
+
+	for (size_t i = 0; i < ctx->n_ops; i++) {
+		struct ts_mount_op *op = &ctx->ops[i];
+
+		if (op->kind != TS_MOUNT_OVERLAY)
+			continue;
+		for (size_t k = 0; k < op->n_lowers; k++) {
+			struct stat sb;
+			int fd;
+
+			/* a hint only (which option, whether to map): the layer is opened
+			 * again, by the child, for the mount itself */
+			if (stat(op->lowers[k], &sb) < 0 ||
+			    (outside_mapped(ctx->uid_map, ctx->n_uid_map, sb.st_uid) &&
+			     outside_mapped(ctx->gid_map, ctx->n_gid_map, sb.st_gid)))
+				continue;
+			op->lower_unmapped[k] = true;
+			/* Only below an upper, where a copy-up has to give its copy an owner
+			 * the sandbox has (else EOVERFLOW); and only as the host's root, the
+			 * one who may id-map a mount of the host's file systems. */
+			if (!op->upper || geteuid() != 0 || ctx->newidmap)
+				continue;
+			if (!tried) {
+				tried = true;
+				if (format_map(uid_map, sizeof(uid_map), ctx->uid_map,
+					       ctx->n_uid_map) < 0 ||
+				    format_map(gid_map, sizeof(gid_map), ctx->gid_map,
+					       ctx->n_gid_map) < 0)
+					return ts_err(err, -E2BIG, "id maps too long");
+				userns = mapping_userns(uid_map, gid_map, err);
+				if (userns < 0) {
+					/* not the initial namespace's root (`unshare -r`) */
+					ts_err_clear(err);
+					userns = -EBADF;
+				}
+			}
+			if (userns < 0)
+				continue;
+			fd = lower_tree(op->lowers[k], userns, err);
+			if (fd == -EINVAL || fd == -EOPNOTSUPP || fd == -ENOSYS || fd == -EPERM) {
+				/* this kernel or file system cannot: the layer stays as it is */
+				fprintf(stderr,
+					"toren-sandbox-helper: warning: %s; its files belong to "
+					"ids the sandbox does not have: a change to one fails with "
+					"EOVERFLOW\n",
+					err->msg);
+				ts_err_clear(err);
+				continue;
+			}
+			if (fd < 0)
+				return fd;
+			op->lower_idmapped_fds[k] = fd;
+			op->lower_unmapped[k] = false;
+		}
 	}
 	return 0;
 }

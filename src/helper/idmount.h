@@ -25,3 +25,19 @@
 /* For every op with --bind-owner, make its id-mapped tree (op->idmapped_fd), or fall back
  * to a plain bind with a warning. Parent, before the clone. 0 or -errno with err. */
 int ts_idmount_prepare(struct ts_helper_ctx *ctx, struct ts_error *err);
+
+/*
+ * Overlay layers (--overlay-src) owned by an id the sandbox's maps do not have: as the
+ * host's root (root-range maps), an image's layers unpacked by root belong to host uid 0,
+ * which no sandbox maps. Through overlayfs they show as nobody, and a copy-up (any change
+ * of an image file by the sandbox's root) fails with EOVERFLOW: the copy in the upper
+ * would need an owner the sandbox cannot give. For such a layer below an upper the parent
+ * makes a detached tree id-mapped with the sandbox's own maps (on-disk 0 appears as the
+ * sandbox's root), read-only, nosuid and nodev (op->lower_idmapped_fds); the child
+ * attaches it over the layer in its private mount namespace (overlayfs takes its layers
+ * only from the caller's mount namespace) and stacks it. Every layer that stays owned by
+ * an unmapped id is marked (op->lower_unmapped): that overlay is mounted without
+ * `userxattr`. Where the kernel or the file system cannot, a warning; the layer stays as
+ * it is. 0 or -errno with err.
+ */
+int ts_idmount_prepare_lowers(struct ts_helper_ctx *ctx, struct ts_error *err);

@@ -393,7 +393,8 @@ int main(int argc, char **argv)
 	}
 	/* id-mapped binds are made here, by the host's root: the child has no privilege over
 	 * the host's file systems (idmount.h) */
-	if ((r = ts_idmount_prepare(&ctx, &err)) < 0) {
+	if ((r = ts_idmount_prepare(&ctx, &err)) < 0 ||
+	    (r = ts_idmount_prepare_lowers(&ctx, &err)) < 0) {
 		fail(&ctx, &err);
 		return TS_HELPER_EXIT_SETUP;
 	}

@@ -351,29 +351,118 @@ int ts_mount_open_sources(struct ts_helper_ctx *ctx, struct ts_mount_state *st,
 	return 0;
 }
 
-static int do_overlay(struct ts_mount_state *st, struct ts_mount_op *op, int targetfd,
-		      struct ts_error *err)
+/*
+ * The overlay's options: its layers as /proc/self/fd paths of the fds opened before any
+ * mount, and `userxattr`. We mount in the sandbox's user namespace (never the initial
+ * one, in every id mapping), where overlayfs cannot set its trusted.overlay.* xattrs
+ * (CAP_SYS_ADMIN in the initial namespace): without `userxattr` every operation that
+ * needs one fails with EIO (removing a directory of a lower layer and making it again,
+ * which needs an opaque mark). With it, overlayfs keeps its marks as user.overlay.*, and
+ * what the sandbox sets under that name through the overlay is refused (before Linux
+ * 6.7) or stored escaped as user.overlay.overlay.* (6.7 on), never taken for a mark; it
+ * also forces redirect_dir to nofollow and index and metacopy off, which is what an
+ * unprivileged mount has anyway. No upper ever had trusted.overlay.* marks (they
+ * could not be set), so uppers of durable sandboxes made before keep working.
+ */
+static int overlay_opts(char *opts, size_t size, const struct ts_mount_op *op, bool userxattr,
+			struct ts_error *err)
 {
-	char opts[2048];
 	size_t len = 0;
 
-	if (op->ro && op->n_lowers == 1)
-		return mount_bind(st, op->lower_fds[0],
-				  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-				  targetfd, op->dest, err);
-	len += (size_t)snprintf(opts + len, sizeof(opts) - len, "lowerdir=");
-	for (size_t k = 0; k < op->n_lowers; k++)
-		len += (size_t)snprintf(opts + len, sizeof(opts) - len, "%s/proc/self/fd/%d",
-					k ? ":" : "", op->lower_fds[k]);
-	if (op->upper)
-		len += (size_t)snprintf(opts + len, sizeof(opts) - len,
+	len += (size_t)snprintf(opts + len, size - len, "lowerdir=");
+	for (size_t k = 0; k < op->n_lowers && len < size; k++)
+		len += (size_t)snprintf(opts + len, size - len, "%s/proc/self/fd/%d", k ? ":" : "",
+					op->lower_idmapped_fds[k] >= 0 ? op->lower_idmapped_fds[k]
+								       : op->lower_fds[k]);
+	if (op->upper && len < size)
+		len += (size_t)snprintf(opts + len, size - len,
 					",upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d",
 					op->upper_fd, op->work_fd);
-	if (len >= sizeof(opts))
+	if (userxattr && len < size)
+		len += (size_t)snprintf(opts + len, size - len, ",userxattr");
+	if (len >= size)
 		return ts_err(err, -E2BIG, "overlay options too long");
+	return 0;
+}
+
+static int mount_overlay(struct ts_mount_state *st, struct ts_mount_op *op, bool userxattr,
+			 int targetfd, struct ts_error *err)
+{
+	char opts[2048];
+	int r = overlay_opts(opts, sizeof(opts), op, userxattr, err);
+
+	if (r < 0)
+		return r;
 	return mount_new(st, "overlay", opts,
 			 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op->ro ? MOUNT_ATTR_RDONLY : 0),
 			 targetfd, op->dest, err);
+}
+
+static int do_overlay(struct ts_mount_state *st, struct ts_mount_op *op, int targetfd,
+		      struct ts_error *err)
+{
+	char first[sizeof(err->msg)];
+	bool userxattr = !st->no_userxattr, idmapped = false;
+	int r;
+
+	if (op->ro && op->n_lowers == 1 && op->lower_idmapped_fds[0] < 0)
+		return mount_bind(st, op->lower_fds[0],
+				  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+				  targetfd, op->dest, err);
+	for (size_t k = 0; k < op->n_lowers; k++) {
+		/* A layer of an unmapped owner: overlayfs, with our credentials, could not
+		 * read user.overlay.* of its directories that only their owner may read
+		 * (EACCES on every lookup there), while trusted.overlay.* is merely absent
+		 * to it. */
+		if (op->lower_unmapped[k])
+			userxattr = false;
+		if (op->lower_idmapped_fds[k] < 0)
+			continue;
+		/* The parent's id-mapped tree (idmount.h), attached over the layer in our
+		 * private namespace: overlayfs refuses a detached mount of a namespace
+		 * whose user namespace we have no privilege over. The fd then names the
+		 * attached mount; lower_fds[k] still names the layer's own directory. */
+		r = attach(st, op->lower_idmapped_fds[k], op->lower_fds[k], op->lowers[k], err);
+		if (r < 0)
+			return ts_err_prefix(err, r, "id-mapped layer");
+		idmapped = true;
+	}
+	r = mount_overlay(st, op, userxattr, targetfd, err);
+	if (r == -EINVAL && idmapped) {
+		/* Before Linux 5.19 overlayfs refuses id-mapped layers (EINVAL): the layers
+		 * as they are, of an unmapped owner (so without `userxattr`, as above) */
+		fprintf(stderr,
+			"toren-sandbox-helper: warning: %s (overlayfs before Linux 5.19 takes no "
+			"id-mapped layer); `%s` is mounted with its layers as they are: their "
+			"files belong to ids the sandbox does not have\n",
+			err ? err->msg : "", op->dest);
+		ts_err_clear(err);
+		for (size_t k = 0; k < op->n_lowers; k++)
+			if (op->lower_idmapped_fds[k] >= 0) {
+				close(op->lower_idmapped_fds[k]);
+				op->lower_idmapped_fds[k] = -EBADF;
+				op->lower_unmapped[k] = true;
+				userxattr = false;
+			}
+		return mount_overlay(st, op, userxattr, targetfd, err);
+	}
+	if (r != -EINVAL || !userxattr)
+		return r;
+	/* `userxattr` is Linux 5.11's: an older overlayfs refuses the unknown option with
+	 * EINVAL. Mount without it, as before; it then cannot set its xattrs in a user
+	 * namespace (the kernel logs "try mounting with 'userxattr' option"), and removing
+	 * a directory of a lower layer fails with EIO. */
+	st->no_userxattr = true;
+	snprintf(first, sizeof(first), "%s", err ? err->msg : "");
+	ts_err_clear(err);
+	r = mount_overlay(st, op, false, targetfd, err);
+	if (r == 0)
+		fprintf(stderr,
+			"toren-sandbox-helper: warning: %s (overlayfs before Linux 5.11?); `%s` "
+			"is mounted without `userxattr`: removing a directory of a lower layer "
+			"fails with EIO\n",
+			first, op->dest);
+	return r;
 }
 
 /*

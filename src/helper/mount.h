@@ -21,6 +21,7 @@ struct ts_mount_state {
 	int dev_fds[6];	   /* host null zero full random urandom tty */
 	int mask_fd;	   /* root of the first empty read-only tmpfs, cloned for later masks */
 	bool legacy;	   /* use mount(2) instead of the new mount API */
+	bool no_userxattr; /* overlayfs refused `userxattr` (before Linux 5.11) */
 	unsigned uid, gid; /* the program's ids inside: owner of fresh tmpfs mounts */
 };
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -204,6 +205,24 @@ int ts_hostcheck_preflight(struct ts_error *err)
 	return ts_err(err, -EPERM, "user namespaces unavailable");
 }
 
+/* Whether the running kernel's overlayfs knows `userxattr` (Linux 5.11); if not, why in
+ * detail. */
+static bool overlay_has_userxattr(char *detail, size_t size)
+{
+	struct utsname u;
+	unsigned int major = 0, minor = 0;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return true; /* unknown: the helper falls back by itself */
+	if (major > 5 || (major == 5 && minor >= 11))
+		return true;
+	snprintf(detail, size,
+		 "kernel %s has no `userxattr`: in an image, removing a directory of a lower "
+		 "layer fails with EIO",
+		 u.release);
+	return false;
+}
+
 size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 {
 	static const char *const controllers[] = { "memory", "pids", "cpu" };
@@ -222,6 +241,11 @@ size_t ts_hostcheck_all(struct ts_check *out, size_t max)
 			 "not in /proc/filesystems (module not loaded?)");
 		snprintf(c->fix, sizeof(c->fix),
 			 "modprobe overlay (kernel >= 5.11 for user namespaces)");
+	} else if (c && !overlay_has_userxattr(c->detail, sizeof(c->detail))) {
+		/* the helper then mounts without it (src/helper/mount.c) */
+		c->level = TS_CHECK_WARN;
+		snprintf(c->fix, sizeof(c->fix),
+			 "a kernel >= 5.11, where overlayfs in a user namespace has `userxattr`");
 	} else if (c) {
 		snprintf(c->detail, sizeof(c->detail), "available");
 	}

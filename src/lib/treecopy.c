@@ -28,12 +28,25 @@ struct walk {
 	gid_t egid;
 };
 
+/* The overlay's own name space: trusted.overlay.* (a mount in the initial user
+ * namespace), user.overlay.* (a mount with `userxattr`, as the helper makes them). */
+static bool overlay_xattr(const char *name)
+{
+	return !strncmp(name, "trusted.overlay.", 16) || !strncmp(name, "user.overlay.", 13);
+}
+
 static bool xattr_wanted(const char *name)
 {
-	/* user.*: what the sandbox set (E2B's user.e2b.*); trusted.overlay.*: overlay's own
-	 * marks (an opaque directory) in an upper written as root. Nothing else: security.*
+	/* The overlay's marks: only `opaque`, which a restore needs (a directory removed
+	 * and made again hides the lower layers' entries). The others describe the lower
+	 * stack the upper was written over (origin, impure, redirect, metacopy, nlink,
+	 * whiteout, ...), which may differ at restore; never copied, so no snapshot carries
+	 * overlay metadata into a layer. */
+	if (overlay_xattr(name))
+		return !strcmp(strchr(name, '.') + 1, "overlay.opaque");
+	/* user.*: what the sandbox set (E2B's user.e2b.*). Nothing else: security.*
 	 * (capabilities) would give a copied file privileges. */
-	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.overlay.", 16);
+	return !strncmp(name, "user.", 5);
 }
 
 /* Copy the wanted xattrs of src to dst (both fds of the same kind of inode). */
@@ -60,6 +73,10 @@ static int copy_xattrs(struct walk *w, int src, int dst, struct ts_error *err)
 				continue;
 			return ts_err_errno(err, -errno, "read xattr `%s` of `%s`", p, w->path);
 		}
+		/* overlayfs sets "y" on an upper; "x" (a lower layer with xwhiteouts) is
+		 * not an upper's */
+		if (overlay_xattr(p) && (v != 1 || val[0] != 'y'))
+			continue;
 		if (fsetxattr(dst, p, val, (size_t)v, 0) < 0 && errno != EPERM && errno != ENOTSUP)
 			return ts_err_errno(err, -errno, "set xattr `%s` on `%s`", p, w->path);
 	}

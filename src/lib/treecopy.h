@@ -8,9 +8,10 @@
  * The tree is untrusted and the copier may be root: every step is relative to a directory
  * fd and opened with O_NOFOLLOW, so a symlink in the tree is copied as a symlink and never
  * followed (`/etc/x -> /etc/shadow` is not read, `dir -> /root` is not written into).
- * Owners, modes (setuid and setgid bits dropped), times, symlinks, `user.*` xattrs and
- * `trusted.overlay.*` where the caller can read them, overlay whiteouts (0/0 character
- * devices), FIFOs and sockets survive; any other device is refused. Hard links become
+ * Owners, modes (setuid and setgid bits dropped), times, symlinks, `user.*` xattrs, of
+ * the overlay's own marks only the opaque one (`user.overlay.opaque` or
+ * `trusted.overlay.opaque`, "y", where the caller can read it), overlay whiteouts (0/0
+ * character devices), FIFOs and sockets survive; any other device is refused. Hard links become
  * separate copies. Regular files are cloned (FICLONE) where the file system can, else
  * copied with copy_file_range.
  */

@@ -456,6 +456,14 @@ def run_tests(work):
           and "dockevil" not in ts("image", "ls").stdout,
           f"a docker-archive with {what} is refused") or diag(r.stderr)
 
+    # 7b. changes to an image's directories: the root is an overlay mounted with `userxattr`
+    # in the sandbox's user namespace, whose marks are user.overlay.* in the upper (without
+    # it, removing a lower directory failed with EIO: no opaque mark could be set); as root
+    # (root-range) the layers unpacked by root are id-mapped so that a copy-up can give its
+    # copy an owner (without it, EOVERFLOW). In a single-id namespace (userns) there is no
+    # root inside, the root is read-only: the mount is checked, and that a write is EROFS.
+    changes(work)
+
     # 8. create --image NAME, then rm and prune
     r = ts("create", "--image", "bb2")
     sid = r.stdout.strip()
@@ -513,6 +521,100 @@ def run_tests(work):
       and os.listdir(f"{root}/images/oci/blobs/sha256") == [],
       "once the sandboxes are gone, image prune deletes every unreferenced layer and blob") \
         or diag(r.stdout + r.stderr)
+
+
+CHANGE = ("cd /w && rm deep/a/b/f && echo rmfile && rm -rf deep && test ! -e deep && echo rmtree"
+          " && mkdir deep && touch deep/new && echo remade && ls -A deep && mv ren ren2 && echo mv"
+          " && echo $(ls -A /w) && cat ren2/s")
+CHANGED = ["rmfile", "rmtree", "remade", "new", "mv", "deep keep ren2", "s"]
+AFTER = "ls -A /w/deep; echo $(ls -A /w); cat /w/ren2/s; test -e /w/deep/a || echo no-a"
+
+
+def changes(work):
+    mode = os.environ.get("TS_MODE", "")
+    entries = busybox_base() + [(f"bin/{a}", "symlink", "busybox", 0o777)
+                                for a in ("rm", "mkdir", "mv", "touch", "grep")]
+    entries += [("w", "dir", None, 0o777), ("w/deep", "dir", None, 0o777),
+                ("w/deep/a", "dir", None, 0o777), ("w/deep/a/b", "dir", None, 0o777),
+                ("w/deep/a/b/f", "file", b"f\n", 0o666), ("w/ren", "dir", None, 0o777),
+                ("w/ren/s", "file", b"s\n", 0o666), ("w/keep", "file", b"k\n", 0o666)]
+    lay = Layout(f"{work}/chg")
+    lay.index([named(lay.image([entries]), "latest")])
+    r = ts("image", "import", f"oci:{work}/chg:latest", "chg")
+    if not t(r.returncode == 0, "an image with a directory tree to change imports"):
+        diag(r.stderr)
+        return
+    if mode == "userns":
+        r = ts("create", "--image", "chg")
+        sid = r.stdout.strip()
+        t(r.returncode == 0 and sid, "userns: a durable sandbox of the image") or diag(r.stderr)
+        if not sid:
+            return
+        r = ts("exec", sid, "--", "/bin/sh", "-c", "grep ' / / ' /proc/self/mountinfo")
+        t(" overlay " in r.stdout and ",userxattr" in r.stdout,
+          "userns: its root is an overlay mounted with userxattr") or diag(r.stdout + r.stderr)
+        r = ts("exec", sid, "--", "/bin/sh", "-c", "rm -rf /w/deep; mkdir /w/x")
+        t(r.returncode != 0 and "Read-only file system" in r.stderr
+          and "Input/output error" not in r.stderr,
+          "userns: without a root inside the image is read-only: EROFS, never EIO") \
+            or diag(r.stdout + r.stderr)
+        t(ts("stop", sid).returncode == 0 and ts("start", sid).returncode == 0,
+          "userns: it stops and starts again")
+        r = ts("exec", sid, "--", "/bin/sh", "-c", "cat /w/deep/a/b/f")
+        t(r.stdout.strip() == "f", "userns: and the image's files are there") \
+            or diag(r.stdout + r.stderr)
+        ts("rm", "-f", "--purge", sid)
+        ts("image", "rm", "chg")
+        return
+    r = ts("run", "--user", "root", "--image", "chg", "--", "/bin/sh", "-c", CHANGE)
+    t(r.returncode == 0 and r.stdout.split("\n")[:7] == CHANGED
+      and "Input/output error" not in r.stderr and "Value too large" not in r.stderr,
+      "--user root: a lower file removed, its directory tree removed and made again (only "
+      "the new entry), a lower directory renamed; no EIO, no EOVERFLOW") or diag(r.stdout + r.stderr)
+    r = ts("run", "--user", "root", "--image", "chg", "--", "/bin/sh", "-c", "stat -c '%U %G' /w/keep")
+    # layers belong to the importing user: root's are id-mapped to the sandbox's root, the
+    # test user's are the sandbox's user
+    owner = "root root" if mode == "root" else "user user"
+    t(r.stdout.strip() == owner, f"the image's files belong to the importer's id inside ({owner})") \
+        or diag(r.stdout + r.stderr)
+    r = ts("create", "--user", "root", "--image", "chg")
+    sid = r.stdout.strip()
+    t(r.returncode == 0 and sid, "a durable sandbox with root of the image") or diag(r.stderr)
+    if not sid:
+        ts("image", "rm", "chg")
+        return
+    r = ts("exec", sid, "--", "/bin/sh", "-c", CHANGE)
+    t(r.returncode == 0 and r.stdout.split("\n")[:7] == CHANGED and "error" not in r.stderr,
+      "durable: the same changes") or diag(r.stdout + r.stderr)
+    deep = f"{root}/{sid}/upper/w/deep"
+    try:
+        mark = os.getxattr(deep, "user.overlay.opaque", follow_symlinks=False)
+    except OSError as e:
+        mark = str(e)
+    t(mark == b"y", "the remade directory is opaque in the upper by user.overlay.opaque") \
+        or diag(mark)
+    want = ["new", "deep keep ren2", "s", "no-a"]
+    r1 = ts("stop", sid)
+    r2 = ts("start", sid)
+    r = ts("exec", sid, "--", "/bin/sh", "-c", AFTER)
+    t(r1.returncode == 0 and r2.returncode == 0 and r.stdout.split("\n")[:4] == want,
+      "durable: after stop and start the changes are kept (the lower tree stays hidden)") \
+        or diag(r1.stderr + r2.stderr + r.stdout + r.stderr)
+    r = ts("snapshot", sid)
+    snap = r.stdout.strip()
+    t(r.returncode == 0 and snap, "a snapshot of it") or diag(r.stderr)
+    ts("rm", "-f", "--purge", sid)
+    if snap:
+        r = ts("create", "--user", "root", "--image", snap)
+        sid2 = r.stdout.strip()
+        r = ts("exec", sid2, "--", "/bin/sh", "-c", AFTER) if sid2 else r
+        t(sid2 and r.stdout.split("\n")[:4] == want,
+          "a sandbox from the snapshot has the changes, the opaque directory too") \
+            or diag(r.stdout + r.stderr)
+        if sid2:
+            ts("rm", "-f", "--purge", sid2)
+        ts("snapshot", "rm", snap)
+    ts("image", "rm", "chg")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ int main(void)
 	struct stat st;
 	ssize_t n;
 	int r;
-	bool whiteout;
+	bool whiteout, ovl_xattrs;
 
 	plan(0);
 	snprintf(base, sizeof(base), "/tmp/ts-treecopy-XXXXXX");
@@ -90,6 +90,21 @@ int main(void)
 	mkfifo(q, 0644);
 	snprintf(q, sizeof(q), "%s/src/wh", base);
 	whiteout = mknod(q, S_IFCHR | 0, makedev(0, 0)) == 0;
+
+	/* an upper as overlayfs with `userxattr` leaves it, and what else a layer could carry */
+	snprintf(p, sizeof(p), "%s/src/d", base);
+	ovl_xattrs = setxattr(p, "user.overlay.opaque", "y", 1, 0) == 0 &&
+		     setxattr(p, "user.overlay.origin", "\0\xfb\x21", 3, 0) == 0 &&
+		     setxattr(p, "user.overlay.impure", "y", 1, 0) == 0 &&
+		     setxattr(p, "user.overlay.redirect", "/x", 2, 0) == 0 &&
+		     setxattr(p, "user.overlay.overlay.opaque", "y", 1, 0) == 0 &&
+		     setxattr(p, "user.note", "n", 1, 0) == 0;
+	snprintf(p, sizeof(p), "%s/src/d/e", base);
+	ovl_xattrs = ovl_xattrs && setxattr(p, "user.overlay.opaque", "x", 1, 0) == 0;
+	snprintf(p, sizeof(p), "%s/src/d/e/f", base);
+	ovl_xattrs = ovl_xattrs && setxattr(p, "user.overlay.metacopy", "", 0, 0) == 0;
+	if (!ovl_xattrs)
+		diag("user.overlay.* on src/d: %s", strerror(errno));
 
 	ok(copy("src", "dst", 0, 0, &err) == 0, "a tree copies (%s)", err.msg);
 	snprintf(p, sizeof(p), "%s/dst/d/e/f", base);
@@ -123,6 +138,30 @@ int main(void)
 		   "user.* xattrs are copied");
 	else
 		skip(1, "no user xattrs on this file system");
+	if (ovl_xattrs) {
+		snprintf(p, sizeof(p), "%s/dst/d", base);
+		ok(getxattr(p, "user.overlay.opaque", buf, sizeof(buf)) == 1 && buf[0] == 'y',
+		   "an opaque directory's user.overlay.opaque is copied");
+		ok(getxattr(p, "user.note", buf, sizeof(buf)) == 1 && buf[0] == 'n',
+		   "next to it a user.* xattr that is not overlay's is copied");
+		ok(getxattr(p, "user.overlay.origin", buf, sizeof(buf)) < 0 && errno == ENODATA &&
+			   getxattr(p, "user.overlay.impure", buf, sizeof(buf)) < 0 &&
+			   errno == ENODATA &&
+			   getxattr(p, "user.overlay.redirect", buf, sizeof(buf)) < 0 &&
+			   errno == ENODATA,
+		   "user.overlay.origin, impure and redirect are not copied");
+		ok(getxattr(p, "user.overlay.overlay.opaque", buf, sizeof(buf)) < 0 &&
+			   errno == ENODATA,
+		   "nor what a sandbox set as user.overlay.* (stored escaped, user.overlay.overlay.*)");
+		snprintf(p, sizeof(p), "%s/dst/d/e", base);
+		ok(getxattr(p, "user.overlay.opaque", buf, sizeof(buf)) < 0 && errno == ENODATA,
+		   "an opaque mark other than \"y\" (a lower layer's xwhiteouts) is not copied");
+		snprintf(p, sizeof(p), "%s/dst/d/e/f", base);
+		ok(getxattr(p, "user.overlay.metacopy", buf, sizeof(buf)) < 0 && errno == ENODATA,
+		   "nor user.overlay.metacopy of a file");
+	} else {
+		skip(6, "no user xattrs on directories of this file system");
+	}
 	snprintf(p, sizeof(p), "%s/dst/trap", base);
 	n = readlink(p, q, sizeof(q) - 1);
 	ok(lstat(p, &st) == 0 && S_ISLNK(st.st_mode) && n > 0 && !strncmp(q, base, strlen(base)),
