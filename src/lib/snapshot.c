@@ -292,6 +292,91 @@ fail:
 	return r;
 }
 
+/*
+ * The snapshot store's lock, `snapshots/.lock`: held while a snapshot's temporary directory
+ * is made and locked, while it is renamed into place and recorded, and while a sweep looks
+ * for what to remove. A sweeper therefore sees a snapshot directory either with its flock
+ * held (being copied: left alone) or with its record in, never half made. Blocking:
+ * nothing is copied while it is held. The fd, or -errno with err.
+ */
+static int store_lock(int snapsfd, struct ts_error *err)
+{
+	_cleanup_close_ int fd = openat(snapsfd, ".lock",
+					O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open the snapshots' lock");
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return ts_err_errno(err, -errno, "lock the snapshots' lock");
+	return TAKE_FD(fd);
+}
+
+/* A leftover of a killed snapshot: `.tmp-snap-<hex>` (its copy) or `.name-<name>` (the
+ * claim on its name). */
+static bool leftover_name(const char *n)
+{
+	return (!strncmp(n, ".tmp-", 5) && ts_snapshot_id_valid(n + 5)) ||
+	       (!strncmp(n, ".name-", 6) && ts_store_name_valid(n + 6));
+}
+
+/*
+ * Remove the leftovers of snapshots killed while copying: those whose flock nobody holds
+ * (a snapshot being taken holds both of its own from their creation to its end). Called
+ * with the store lock held, so none is between its creation and its flock.
+ */
+static void sweep_leftovers(const struct ts_paths *paths, int snapsfd)
+{
+	DIR *d = fdopendir(fcntl(snapsfd, F_DUPFD_CLOEXEC, 3));
+	struct dirent *de;
+
+	if (!d)
+		return;
+	rewinddir(d); /* the dup shares fd's offset, which an earlier walk left at the end */
+	while ((de = readdir(d))) {
+		_cleanup_close_ int e = -EBADF;
+		bool dir = de->d_name[1] == 't';
+
+		if (!leftover_name(de->d_name))
+			continue;
+		e = openat(snapsfd, de->d_name,
+			   (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_NOFOLLOW | O_NOCTTY |
+				   O_NONBLOCK | O_CLOEXEC);
+		if (e < 0 || flock(e, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		if (dir)
+			ts_idcopy_remove(paths->helper, snapsfd, de->d_name, NULL);
+		else
+			unlinkat(snapsfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
+/*
+ * Claim name for the snapshot being taken: `.name-<name>` flocked until it is recorded.
+ * -EBUSY while another snapshot being taken claims it (one of two snapshots given the
+ * same name at once fails, rather than the name going to whichever ends last). Called
+ * with the store lock held (which orders the file's removal against its opening).
+ */
+static int claim_name(int snapsfd, const char *name, struct ts_error *err)
+{
+	char fn[TS_NAME_MAX + 8];
+	_cleanup_close_ int fd = -EBADF;
+
+	snprintf(fn, sizeof(fn), ".name-%s", name);
+	fd = openat(snapsfd, fn, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "claim snapshot name `%s`", name);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK
+			       ? ts_err(err, -EBUSY,
+					"snapshot name `%s` is being given to another snapshot being "
+					"taken now",
+					name)
+			       : ts_err_errno(err, -errno, "lock snapshot name `%s`", name);
+	return TAKE_FD(fd);
+}
+
 int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		       struct ts_sandbox_rec *rec, const struct ts_snapshot_opts *o,
 		       struct ts_snapshot *ret, struct ts_error *err)
@@ -300,8 +385,9 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		.max_bytes = o->max_bytes ? o->max_bytes : TS_SNAP_DEFAULT_MAX_BYTES,
 		.max_entries = o->max_entries ? o->max_entries : TS_SNAP_DEFAULT_MAX_ENTRIES,
 	};
-	_cleanup_close_ int rootfd = -EBADF, snapsfd = -EBADF, tmpfd = -EBADF, srclock = -EBADF;
-	char sub[12 + 1], tmpname[64], dir[4200];
+	_cleanup_close_ int rootfd = -EBADF, snapsfd = -EBADF, tmpfd = -EBADF, srclock = -EBADF,
+			    lock = -EBADF, namefd = -EBADF;
+	char sub[12 + 1], tmpname[64], namefile[TS_NAME_MAX + 8] = "";
 	bool own_ws = ts_sandbox_own_workspace(rec), paused = false;
 	json_t *spec;
 	int r, r2;
@@ -311,6 +397,11 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		return ts_err(err, -EINVAL,
 			      "bad snapshot name `%.64s`: 1-63 of [A-Za-z0-9_.-], starting with a "
 			      "letter or digit, not only hex digits when 12 or shorter",
+			      o->name);
+	/* the generated ids' prefix: a name `snap-...` could be taken for one (or be one) */
+	if (o->name && !strncmp(o->name, "snap-", 5))
+		return ts_err(err, -EINVAL,
+			      "bad snapshot name `%s`: `snap-` starts the snapshots' generated ids",
 			      o->name);
 	if (o->name && (!strcmp(o->name, "base") || ts_oci_has(paths->root, o->name)))
 		return ts_err(err, -EEXIST,
@@ -346,17 +437,32 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		r = ts_err_errno(err, -errno, "open `%s/snapshots`", paths->root);
 		goto out_spec;
 	}
-	/* built under a temporary name and renamed: a failed snapshot leaves nothing */
+	if ((lock = store_lock(snapsfd, err)) < 0) {
+		r = lock;
+		goto out_spec;
+	}
+	sweep_leftovers(paths, snapsfd);
+	if (o->name) {
+		if ((namefd = claim_name(snapsfd, o->name, err)) < 0) {
+			r = namefd;
+			goto out_spec;
+		}
+		snprintf(namefile, sizeof(namefile), ".name-%s", o->name);
+	}
+	/* built under a temporary name and renamed: a failed snapshot leaves nothing; flocked
+	 * from its creation to its record, so no sweep takes it for a killed one's */
 	snprintf(tmpname, sizeof(tmpname), ".tmp-%s", ret->id);
 	if (mkdirat(snapsfd, tmpname, 0700) < 0) {
 		r = ts_err_errno(err, -errno, "create `%s/snapshots/%s`", paths->root, tmpname);
-		goto out_spec;
+		goto out_name;
 	}
 	tmpfd = openat(snapsfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (tmpfd < 0) {
+	if (tmpfd < 0 || flock(tmpfd, LOCK_EX | LOCK_NB) < 0) {
 		r = ts_err_errno(err, -errno, "open `%s/snapshots/%s`", paths->root, tmpname);
 		goto fail;
 	}
+	/* the copy runs without the store lock: other snapshots, deletes and sweeps go on */
+	close(TAKE_FD(lock));
 	/* one snapshot of a sandbox at a time, and no start of a stopped one meanwhile (start
 	 * takes the same lock, sandbox.c): else a second one would find it paused and never
 	 * resume it, or a start would change the upper layer under the copy */
@@ -393,6 +499,11 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		goto fail;
 	ret->size = c.bytes;
 	ret->created_ms = ts_realtime_ms();
+	/* renamed and recorded under the store lock: a sweep sees both or neither */
+	if ((lock = store_lock(snapsfd, err)) < 0) {
+		r = lock;
+		goto fail;
+	}
 	if (renameat(snapsfd, tmpname, snapsfd, ret->id) < 0) {
 		r = ts_err_errno(err, -errno, "rename snapshot into `%s/snapshots/%s`", paths->root,
 				 ret->id);
@@ -401,13 +512,22 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	r = insert_snap(st, ret, err);
 	if (r < 0) {
 		ts_idcopy_remove(paths->helper, snapsfd, ret->id, NULL);
-		goto out_spec;
+		goto out_name;
 	}
+	if (namefile[0])
+		unlinkat(snapsfd, namefile, 0);
 	json_decref(spec);
 	return 0;
 fail:
-	snprintf(dir, sizeof(dir), "%s", tmpname);
-	ts_idcopy_remove(paths->helper, snapsfd, dir, NULL);
+	/* still flocked by tmpfd: no sweep removes it under us */
+	ts_idcopy_remove(paths->helper, snapsfd, tmpname, NULL);
+out_name:
+	if (namefile[0]) {
+		if (lock < 0)
+			lock = store_lock(snapsfd, NULL);
+		if (lock >= 0)
+			unlinkat(snapsfd, namefile, 0);
+	}
 out_spec:
 	json_decref(spec);
 	ts_snapshot_free(ret);
@@ -454,21 +574,16 @@ static int referenced(struct ts_store *st, json_t *set, struct ts_error *err)
 	return 0;
 }
 
-/* Remove the snapshot directories nothing refers to (and temporary ones no flock holds). */
-static void sweep(const struct ts_paths *paths, json_t *keep)
+/* Remove the snapshot directories nothing refers to (with the store lock held). */
+static void sweep(const struct ts_paths *paths, int fd, json_t *keep)
 {
-	char dir[4200];
-	_cleanup_close_ int fd = -EBADF;
 	DIR *d;
 	struct dirent *de;
 
-	snprintf(dir, sizeof(dir), "%s/snapshots", paths->root);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
 	d = fdopendir(fcntl(fd, F_DUPFD_CLOEXEC, 3));
 	if (!d)
 		return;
+	rewinddir(d); /* the dup shares fd's offset, which an earlier walk left at the end */
 	while ((de = readdir(d))) {
 		_cleanup_close_ int e = -EBADF;
 
@@ -490,6 +605,8 @@ int ts_snapshot_delete(struct ts_store *st, const struct ts_paths *paths, const 
 	_cleanup_(ts_snapshot_freep) struct ts_snapshot s = { 0 };
 	_cleanup_stmt_ sqlite3_stmt *q = NULL;
 	struct ts_sqldb *db = ts_store_sql(st);
+	_cleanup_close_ int fd = -EBADF, lock = -EBADF;
+	char dir[4200];
 	json_t *keep;
 	int rc, r = ts_snapshot_get(st, ref, &s, err);
 
@@ -504,8 +621,14 @@ int ts_snapshot_delete(struct ts_store *st, const struct ts_paths *paths, const 
 	if (sqlite3_changes(db->db) == 0)
 		return ts_err(err, -ENOENT, "no snapshot `%s`", s.id);
 	keep = json_object();
-	if (referenced(st, keep, err) == 0)
-		sweep(paths, keep);
+	snprintf(dir, sizeof(dir), "%s/snapshots", paths->root);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* the records are read under the store lock: a snapshot renamed into place has its
+	 * record in by then, one being copied holds its flock (ts_snapshot_create) */
+	if (fd >= 0 && (lock = store_lock(fd, err)) >= 0 && referenced(st, keep, err) == 0) {
+		sweep(paths, fd, keep);
+		sweep_leftovers(paths, fd);
+	}
 	/* the record is gone either way; a directory kept is swept by a later delete */
 	ts_err_clear(err);
 	json_decref(keep);
@@ -546,7 +669,12 @@ int ts_snapshot_layer_dirs(const struct ts_paths *paths, const char *spec, const
 int ts_snapshot_copy_workspace(const struct ts_paths *paths, const struct ts_snapshot *s,
 			       const char *dst_spec, int dst_fd, struct ts_error *err)
 {
-	struct ts_treecopy c = { 0 };
+	/* bounded like the snapshot was: its workspace is part of what it counted (a tree
+	 * changed under the state root since cannot make a restore fill the disk) */
+	struct ts_treecopy c = {
+		.max_bytes = s->size ? s->size : 1,
+		.max_entries = TS_SNAP_DEFAULT_MAX_ENTRIES,
+	};
 	char dir[4200];
 	_cleanup_close_ int fd = -EBADF;
 	json_t *spec = json_loads(s->spec ? s->spec : "{}", 0, NULL);
