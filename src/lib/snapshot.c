@@ -160,6 +160,38 @@ int ts_snapshot_get(struct ts_store *st, const char *ref, struct ts_snapshot *re
 	return row_to_snap(q, ret, err);
 }
 
+/*
+ * Pause the sandbox for the copy. Where its init speaks v5 the pause is held by a
+ * connection kept in *hold (ctl.h, PAUSE_HOLD): no other client's RESUME thaws it under
+ * the copy, and it ends with the connection if this process dies. An older init gets a
+ * PAUSE on a connection of its own (*hold NULL). -EALREADY when it is paused already.
+ */
+static int pause_for_copy(const struct ts_sandbox_rec *rec, struct ts_ctl_client **hold,
+			  struct ts_error *err)
+{
+	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
+	int r = ts_ctl_client_connect(rec->dir, rec->id, PAUSE_ANSWER_MS, &c, err);
+
+	*hold = NULL;
+	if (r < 0)
+		return r;
+	ts_ctl_msg_init(&m, c->version >= 5 ? TS_CTL_PAUSE_HOLD : TS_CTL_PAUSE, 0);
+	r = ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+	if (r >= 0 && c->version >= 5)
+		*hold = TAKE_PTR(c);
+	return r;
+}
+
+/* RESUME on the holding connection (ctl.h, PAUSE_HOLD). */
+static int resume_held(struct ts_ctl_client *c, struct ts_error *err)
+{
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
+
+	ts_ctl_msg_init(&m, TS_CTL_RESUME, 0);
+	return ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+}
+
 /* PAUSE or RESUME through the control socket. */
 static int pause_resume(const struct ts_sandbox_rec *rec, bool pause, struct ts_error *err)
 {
@@ -389,6 +421,7 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 			    lock = -EBADF, namefd = -EBADF;
 	char sub[12 + 1], tmpname[64], namefile[TS_NAME_MAX + 8] = "";
 	bool own_ws = ts_sandbox_own_workspace(rec), paused = false;
+	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *hold = NULL;
 	json_t *spec;
 	int r, r2;
 
@@ -473,7 +506,7 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	}
 	/* a consistent copy: nothing of the sandbox runs while it is made (as E2B pauses) */
 	if (ts_sandbox_running(rec)) {
-		r = pause_resume(rec, true, err);
+		r = pause_for_copy(rec, &hold, err);
 		if (r == -EALREADY) {
 			ts_err_clear(err); /* paused by its user: stays so */
 		} else if (r < 0) {
@@ -489,7 +522,7 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	if (paused) {
 		struct ts_error rerr = { 0 };
 
-		r2 = pause_resume(rec, false, &rerr);
+		r2 = hold ? resume_held(hold, &rerr) : pause_resume(rec, false, &rerr);
 		if (r2 < 0 && r >= 0) {
 			r = ts_err(err, r2, "resume `%s` after the snapshot: %s", rec->id,
 				   rerr.msg);

@@ -203,10 +203,7 @@ static void on_done(void *userdata, short revents)
 	pthread_join(j->thread, NULL);
 	/* j goes below: the request must not name it */
 	ts_req_defer_forget(j->req);
-	if (j->r == -EBUSY && !j->restore) {
-		/* the name is being given to a snapshot still copying (snapshot.h) */
-		ts_srv_reply_error(j->req, 409, "%s", j->err.msg);
-	} else if (j->r < 0) {
+	if (j->r < 0) {
 		reply_err(j->req, &j->err);
 	} else if (j->restore) {
 		struct ts_error err = { 0 };
