@@ -280,6 +280,8 @@ int ts_idcopy_restore(const char *helper, bool src_subids, const char *dst_spec,
 			return r;
 		ts_err_clear(err);
 		*c = first;
+		/* the copy's readdir moved the offset its dup shares: the helper reads from 0 */
+		lseek(src_fd, 0, SEEK_SET);
 	}
 	/* One id: the source's files of subordinate ids are readable only as root of their
 	 * mapping (the caller's whole range covers every sandbox's, as for a removal), and
