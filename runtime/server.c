@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -48,7 +49,8 @@ struct ts_server {
 	size_t n_workers;
 	unsigned long long last_activity; /* CLOCK_MONOTONIC ms */
 	bool shutting_down;
-	bool paused; /* PAUSE: every other process of the sandbox is stopped */
+	bool paused;	  /* PAUSE: every other process of the sandbox is stopped */
+	int pause_holder; /* PAUSE_HOLD: the connection whose pause it is (-1: none) */
 	/* CLOCK_MONOTONIC ms until which the listening socket is left alone (0: listen).
 	 * accept() failing for want of fds or memory leaves the connection queued, so the
 	 * socket stays readable: polling it at once again would spin. */
@@ -96,6 +98,12 @@ static void close_conn(struct ts_server *s, int ci)
 	ts_ctl_conn_free(&c->rx);
 	ts_ctl_outq_free(&c->q);
 	ts_proctab_conn_gone(s->procs, ci);
+	/* a held pause goes with its connection (a snapshot killed while it copied) */
+	if (s->pause_holder == ci) {
+		s->pause_holder = -1;
+		if (s->paused && (kill(-1, SIGCONT) == 0 || errno == ESRCH))
+			s->paused = false;
+	}
 }
 
 static void reply_error(struct ts_server *s, int ci, uint32_t id, int code, const char *msg)
@@ -283,10 +291,59 @@ static void shutdown_all(struct ts_server *s)
  * cannot continue each other (a stopped process runs nothing), and nothing new starts
  * while paused (handle), so the whole sandbox stays still until RESUME.
  */
-static void pause_resume(struct ts_server *s, int ci, struct ts_ctl_msg *req, bool pause)
+/* Does every process of the sandbox but init show as stopped (or gone) in /proc? */
+static bool all_stopped(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	bool all = true;
+
+	if (!d)
+		return true; /* no /proc to ask: the SIGSTOP is all there is */
+	while (all && (de = readdir(d))) {
+		char path[64], buf[512], *p;
+		_cleanup_close_ int fd = -EBADF;
+		ssize_t n;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || !strcmp(de->d_name, "1"))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.20s/stat", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) S ...": comm may hold anything, the state follows its last ')' */
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && !strchr("TtZX", p[2]))
+			all = false;
+	}
+	closedir(d);
+	return all;
+}
+
+/* Wait, bounded, until the SIGSTOP has stopped every process: one in a system call stops
+ * only on its way back, and a copy started before would see it still writing. */
+static void settle_stopped(void)
+{
+	unsigned long long deadline = ts_now_ms() + TS_CTL_PAUSE_SETTLE_MS;
+
+	while (!all_stopped() && ts_now_ms() < deadline)
+		usleep(2000);
+}
+
+static void pause_resume(struct ts_server *s, int ci, struct ts_ctl_msg *req, bool pause, bool hold)
 {
 	struct ts_ctl_msg m = { 0 };
 
+	if (!pause && s->paused && s->pause_holder >= 0 && s->pause_holder != ci) {
+		reply_error(s, ci, req->id, EBUSY,
+			    "the sandbox is paused by a snapshot being taken: it resumes when the "
+			    "copy is done");
+		return;
+	}
 	if (s->paused == pause) {
 		reply_error(s, ci, req->id, EALREADY,
 			    pause ? "the sandbox is paused already" : "the sandbox is not paused");
@@ -302,6 +359,9 @@ static void pause_resume(struct ts_server *s, int ci, struct ts_ctl_msg *req, bo
 		return;
 	}
 	s->paused = pause;
+	s->pause_holder = pause && hold ? ci : -1;
+	if (pause)
+		settle_stopped();
 	ts_ctl_msg_init(&m, TS_CTL_OK, req->id);
 	conn_emit(s, ci, &m);
 	ts_ctl_msg_free(&m);
@@ -423,8 +483,10 @@ static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 			handle_file(s, ci, req);
 		break;
 	case TS_CTL_PAUSE:
+	case TS_CTL_PAUSE_HOLD:
 	case TS_CTL_RESUME:
-		pause_resume(s, ci, req, req->type == TS_CTL_PAUSE);
+		pause_resume(s, ci, req, req->type != TS_CTL_RESUME,
+			     req->type == TS_CTL_PAUSE_HOLD);
 		break;
 	case TS_CTL_ATTACH:
 	case TS_CTL_INPUT:
@@ -520,6 +582,7 @@ int ts_server_run(const struct ts_server_cfg *cfg)
 	s.cfg = cfg;
 	ts_ids_init(&s.ids);
 	s.last_activity = ts_now_ms();
+	s.pause_holder = -1;
 	for (int i = 0; i < TS_MAX_CONNS; i++)
 		s.conns[i].fd = -1;
 	sigfillset(&mask);

@@ -109,6 +109,7 @@ enum ts_be_code ts_be_code(const struct ts_error *err)
 	case EEXIST:
 	case ENOTEMPTY:
 	case EALREADY: /* ts_sb_pause of a paused sandbox (E2B: 409) */
+	case EBUSY:    /* a resume while a snapshot holds the pause, a name being given */
 		return TS_BE_ALREADY_EXISTS;
 	case ECONNREFUSED:
 	case ECONNRESET:

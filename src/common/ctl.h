@@ -21,7 +21,7 @@
 
 #include "error.h"
 
-#define TS_CTL_VERSION 4       /* the newest this side speaks */
+#define TS_CTL_VERSION 5       /* the newest this side speaks */
 #define TS_CTL_VERSION_MIN 3   /* the oldest (an init started by an older build) */
 #define TS_CTL_SETENV_MAX 1024 /* variables in one SETENV */
 #define TS_CTL_HDR_LEN 12
@@ -59,6 +59,8 @@ enum ts_ctl_type {
 	TS_CTL_RESUME,	    /* c->s: continue them (SIGCONT); OK, ERROR EALREADY when not */
 	/* v4 */
 	TS_CTL_SETENV, /* c->s {ENV...}: sandbox-wide variables from now on; OK (below) */
+	/* v5 */
+	TS_CTL_PAUSE_HOLD, /* c->s: PAUSE held by this connection (below); OK, ERROR EALREADY */
 	TS_CTL_TYPE_MAX,
 };
 
@@ -137,8 +139,17 @@ enum ts_ctl_tag {
  * pid namespace but itself (kill(-1) from pid 1), so pids, memory, pipes and ptys stay as
  * they are, and init itself keeps answering (HELLO says PAUSED). While paused, SPAWN and
  * FILE are ERROR EHOSTDOWN (unavailable): nothing new runs in a paused sandbox, file
- * workers included.
+ * workers included. The OK of a PAUSE comes once every other process shows as stopped in
+ * /proc (or a zombie), at most TS_CTL_PAUSE_SETTLE_MS after the SIGSTOP: a process in
+ * the kernel stops only on its way out.
+ *
+ * PAUSE_HOLD (v5, a snapshot's copy): a PAUSE that belongs to the connection sending it.
+ * While it is held, a RESUME from any other connection is ERROR EBUSY (the copy must not
+ * be thawed under it); the holder's RESUME ends it, and so does the holder's connection
+ * closing (a killed snapshot), which resumes the sandbox. A v4 init does not know it: a
+ * client speaks it only where HELLO answered 5, and pauses with PAUSE otherwise.
  */
+#define TS_CTL_PAUSE_SETTLE_MS 2000
 #define TS_SPAWN_PTY (1U << 0)	  /* a pty of COLS x ROWS (default 80 x 24) */
 #define TS_SPAWN_LOG (1U << 1)	  /* output also to $ROOT/<id>/logs/<proc>.log (exec -d) */
 #define TS_SPAWN_STDIN (1U << 2)  /* stdin is a pipe, written by INPUT */

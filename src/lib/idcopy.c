@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "idcopy.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -236,17 +237,52 @@ int ts_idcopy_tree(const char *helper, const char *spec, int src_fd, int dst_fd,
 	return run_helper(helper, &plan, src_fd, dst_fd, c, err);
 }
 
+/* Remove everything in the directory fd (a copy that failed half way), fd itself stays. */
+static int empty_dir(int fd)
+{
+	DIR *d = fdopendir(fcntl(fd, F_DUPFD_CLOEXEC, 3));
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	rewinddir(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && r == 0)
+			r = ts_rm_rf_at(fd, de->d_name);
+	closedir(d);
+	return r;
+}
+
 int ts_idcopy_restore(const char *helper, bool src_subids, const char *dst_spec, int src_fd,
 		      int dst_fd, struct ts_treecopy *c, struct ts_error *err)
 {
 	struct ts_idmap_plan plan;
+	struct ts_treecopy first;
 	int r = plan_of(dst_spec, &plan, err);
 
 	if (r < 0)
 		return r;
-	/* a destination with subordinate ids (or the caller's alone) keeps every owner */
-	if (!strcmp(plan.mode, "subid") || !src_subids)
+	if (!strcmp(plan.mode, "subid"))
 		return ts_idcopy_tree(helper, dst_spec, src_fd, dst_fd, c, err);
+	if (!src_subids) {
+		/* A destination of the caller's ids alone, a tree recorded as the caller's: in
+		 * this process. Where that is refused (a directory the caller cannot read: one
+		 * of a subordinate id after all, an older snapshot's, or of mode 0), the helper
+		 * copies it below as root of the caller's subordinate mapping, each copy the
+		 * caller's, when the caller has one. */
+		first = *c;
+		r = ts_idcopy_tree(helper, dst_spec, src_fd, dst_fd, c, err);
+		if (r != -EACCES && r != -EPERM)
+			return r;
+		if (ts_idmap_plan(&plan, true, NULL) < 0 || strcmp(plan.mode, "subid") != 0 ||
+		    empty_dir(dst_fd) < 0)
+			return r;
+		ts_err_clear(err);
+		*c = first;
+		/* the copy's readdir moved the offset its dup shares: the helper reads from 0 */
+		lseek(src_fd, 0, SEEK_SET);
+	}
 	/* One id: the source's files of subordinate ids are readable only as root of their
 	 * mapping (the caller's whole range covers every sandbox's, as for a removal), and
 	 * their owners have no id in the destination. Each copy becomes the id the caller

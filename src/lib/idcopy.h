@@ -28,7 +28,9 @@ int ts_idcopy_tree(const char *helper, const char *spec, int src_fd, int dst_fd,
  * of a single id, which can represent no other owner, such a tree is copied through the
  * helper as root of the caller's whole subordinate mapping and every copy becomes the
  * caller's (c->set_owner): the sandbox's user owns them, modes kept, setid bits
- * dropped as always.
+ * dropped as always. A tree recorded as the caller's alone that the in-process copy into
+ * such a sandbox cannot read (-EACCES, -EPERM) is copied the same way after all, the
+ * destination emptied first, where the caller has subordinate ids.
  */
 int ts_idcopy_restore(const char *helper, bool src_subids, const char *dst_spec, int src_fd,
 		      int dst_fd, struct ts_treecopy *c, struct ts_error *err);

@@ -160,6 +160,38 @@ int ts_snapshot_get(struct ts_store *st, const char *ref, struct ts_snapshot *re
 	return row_to_snap(q, ret, err);
 }
 
+/*
+ * Pause the sandbox for the copy. Where its init speaks v5 the pause is held by a
+ * connection kept in *hold (ctl.h, PAUSE_HOLD): no other client's RESUME thaws it under
+ * the copy, and it ends with the connection if this process dies. An older init gets a
+ * PAUSE on a connection of its own (*hold NULL). -EALREADY when it is paused already.
+ */
+static int pause_for_copy(const struct ts_sandbox_rec *rec, struct ts_ctl_client **hold,
+			  struct ts_error *err)
+{
+	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
+	int r = ts_ctl_client_connect(rec->dir, rec->id, PAUSE_ANSWER_MS, &c, err);
+
+	*hold = NULL;
+	if (r < 0)
+		return r;
+	ts_ctl_msg_init(&m, c->version >= 5 ? TS_CTL_PAUSE_HOLD : TS_CTL_PAUSE, 0);
+	r = ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+	if (r >= 0 && c->version >= 5)
+		*hold = TAKE_PTR(c);
+	return r;
+}
+
+/* RESUME on the holding connection (ctl.h, PAUSE_HOLD). */
+static int resume_held(struct ts_ctl_client *c, struct ts_error *err)
+{
+	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
+
+	ts_ctl_msg_init(&m, TS_CTL_RESUME, 0);
+	return ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+}
+
 /* PAUSE or RESUME through the control socket. */
 static int pause_resume(const struct ts_sandbox_rec *rec, bool pause, struct ts_error *err)
 {
@@ -292,6 +324,91 @@ fail:
 	return r;
 }
 
+/*
+ * The snapshot store's lock, `snapshots/.lock`: held while a snapshot's temporary directory
+ * is made and locked, while it is renamed into place and recorded, and while a sweep looks
+ * for what to remove. A sweeper therefore sees a snapshot directory either with its flock
+ * held (being copied: left alone) or with its record in, never half made. Blocking:
+ * nothing is copied while it is held. The fd, or -errno with err.
+ */
+static int store_lock(int snapsfd, struct ts_error *err)
+{
+	_cleanup_close_ int fd = openat(snapsfd, ".lock",
+					O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open the snapshots' lock");
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return ts_err_errno(err, -errno, "lock the snapshots' lock");
+	return TAKE_FD(fd);
+}
+
+/* A leftover of a killed snapshot: `.tmp-snap-<hex>` (its copy) or `.name-<name>` (the
+ * claim on its name). */
+static bool leftover_name(const char *n)
+{
+	return (!strncmp(n, ".tmp-", 5) && ts_snapshot_id_valid(n + 5)) ||
+	       (!strncmp(n, ".name-", 6) && ts_store_name_valid(n + 6));
+}
+
+/*
+ * Remove the leftovers of snapshots killed while copying: those whose flock nobody holds
+ * (a snapshot being taken holds both of its own from their creation to its end). Called
+ * with the store lock held, so none is between its creation and its flock.
+ */
+static void sweep_leftovers(const struct ts_paths *paths, int snapsfd)
+{
+	DIR *d = fdopendir(fcntl(snapsfd, F_DUPFD_CLOEXEC, 3));
+	struct dirent *de;
+
+	if (!d)
+		return;
+	rewinddir(d); /* the dup shares fd's offset, which an earlier walk left at the end */
+	while ((de = readdir(d))) {
+		_cleanup_close_ int e = -EBADF;
+		bool dir = de->d_name[1] == 't';
+
+		if (!leftover_name(de->d_name))
+			continue;
+		e = openat(snapsfd, de->d_name,
+			   (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_NOFOLLOW | O_NOCTTY |
+				   O_NONBLOCK | O_CLOEXEC);
+		if (e < 0 || flock(e, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		if (dir)
+			ts_idcopy_remove(paths->helper, snapsfd, de->d_name, NULL);
+		else
+			unlinkat(snapsfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
+/*
+ * Claim name for the snapshot being taken: `.name-<name>` flocked until it is recorded.
+ * -EBUSY while another snapshot being taken claims it (one of two snapshots given the
+ * same name at once fails, rather than the name going to whichever ends last). Called
+ * with the store lock held (which orders the file's removal against its opening).
+ */
+static int claim_name(int snapsfd, const char *name, struct ts_error *err)
+{
+	char fn[TS_NAME_MAX + 8];
+	_cleanup_close_ int fd = -EBADF;
+
+	snprintf(fn, sizeof(fn), ".name-%s", name);
+	fd = openat(snapsfd, fn, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "claim snapshot name `%s`", name);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK
+			       ? ts_err(err, -EBUSY,
+					"snapshot name `%s` is being given to another snapshot being "
+					"taken now",
+					name)
+			       : ts_err_errno(err, -errno, "lock snapshot name `%s`", name);
+	return TAKE_FD(fd);
+}
+
 int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		       struct ts_sandbox_rec *rec, const struct ts_snapshot_opts *o,
 		       struct ts_snapshot *ret, struct ts_error *err)
@@ -300,9 +417,11 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		.max_bytes = o->max_bytes ? o->max_bytes : TS_SNAP_DEFAULT_MAX_BYTES,
 		.max_entries = o->max_entries ? o->max_entries : TS_SNAP_DEFAULT_MAX_ENTRIES,
 	};
-	_cleanup_close_ int rootfd = -EBADF, snapsfd = -EBADF, tmpfd = -EBADF, srclock = -EBADF;
-	char sub[12 + 1], tmpname[64], dir[4200];
+	_cleanup_close_ int rootfd = -EBADF, snapsfd = -EBADF, tmpfd = -EBADF, srclock = -EBADF,
+			    lock = -EBADF, namefd = -EBADF;
+	char sub[12 + 1], tmpname[64], namefile[TS_NAME_MAX + 8] = "";
 	bool own_ws = ts_sandbox_own_workspace(rec), paused = false;
+	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *hold = NULL;
 	json_t *spec;
 	int r, r2;
 
@@ -311,6 +430,11 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		return ts_err(err, -EINVAL,
 			      "bad snapshot name `%.64s`: 1-63 of [A-Za-z0-9_.-], starting with a "
 			      "letter or digit, not only hex digits when 12 or shorter",
+			      o->name);
+	/* the generated ids' prefix: a name `snap-...` could be taken for one (or be one) */
+	if (o->name && !strncmp(o->name, "snap-", 5))
+		return ts_err(err, -EINVAL,
+			      "bad snapshot name `%s`: `snap-` starts the snapshots' generated ids",
 			      o->name);
 	if (o->name && (!strcmp(o->name, "base") || ts_oci_has(paths->root, o->name)))
 		return ts_err(err, -EEXIST,
@@ -346,17 +470,32 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		r = ts_err_errno(err, -errno, "open `%s/snapshots`", paths->root);
 		goto out_spec;
 	}
-	/* built under a temporary name and renamed: a failed snapshot leaves nothing */
+	if ((lock = store_lock(snapsfd, err)) < 0) {
+		r = lock;
+		goto out_spec;
+	}
+	sweep_leftovers(paths, snapsfd);
+	if (o->name) {
+		if ((namefd = claim_name(snapsfd, o->name, err)) < 0) {
+			r = namefd;
+			goto out_spec;
+		}
+		snprintf(namefile, sizeof(namefile), ".name-%s", o->name);
+	}
+	/* built under a temporary name and renamed: a failed snapshot leaves nothing; flocked
+	 * from its creation to its record, so no sweep takes it for a killed one's */
 	snprintf(tmpname, sizeof(tmpname), ".tmp-%s", ret->id);
 	if (mkdirat(snapsfd, tmpname, 0700) < 0) {
 		r = ts_err_errno(err, -errno, "create `%s/snapshots/%s`", paths->root, tmpname);
-		goto out_spec;
+		goto out_name;
 	}
 	tmpfd = openat(snapsfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (tmpfd < 0) {
+	if (tmpfd < 0 || flock(tmpfd, LOCK_EX | LOCK_NB) < 0) {
 		r = ts_err_errno(err, -errno, "open `%s/snapshots/%s`", paths->root, tmpname);
 		goto fail;
 	}
+	/* the copy runs without the store lock: other snapshots, deletes and sweeps go on */
+	close(TAKE_FD(lock));
 	/* one snapshot of a sandbox at a time, and no start of a stopped one meanwhile (start
 	 * takes the same lock, sandbox.c): else a second one would find it paused and never
 	 * resume it, or a start would change the upper layer under the copy */
@@ -367,7 +506,7 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	}
 	/* a consistent copy: nothing of the sandbox runs while it is made (as E2B pauses) */
 	if (ts_sandbox_running(rec)) {
-		r = pause_resume(rec, true, err);
+		r = pause_for_copy(rec, &hold, err);
 		if (r == -EALREADY) {
 			ts_err_clear(err); /* paused by its user: stays so */
 		} else if (r < 0) {
@@ -383,7 +522,7 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	if (paused) {
 		struct ts_error rerr = { 0 };
 
-		r2 = pause_resume(rec, false, &rerr);
+		r2 = hold ? resume_held(hold, &rerr) : pause_resume(rec, false, &rerr);
 		if (r2 < 0 && r >= 0) {
 			r = ts_err(err, r2, "resume `%s` after the snapshot: %s", rec->id,
 				   rerr.msg);
@@ -393,6 +532,11 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		goto fail;
 	ret->size = c.bytes;
 	ret->created_ms = ts_realtime_ms();
+	/* renamed and recorded under the store lock: a sweep sees both or neither */
+	if ((lock = store_lock(snapsfd, err)) < 0) {
+		r = lock;
+		goto fail;
+	}
 	if (renameat(snapsfd, tmpname, snapsfd, ret->id) < 0) {
 		r = ts_err_errno(err, -errno, "rename snapshot into `%s/snapshots/%s`", paths->root,
 				 ret->id);
@@ -401,13 +545,22 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	r = insert_snap(st, ret, err);
 	if (r < 0) {
 		ts_idcopy_remove(paths->helper, snapsfd, ret->id, NULL);
-		goto out_spec;
+		goto out_name;
 	}
+	if (namefile[0])
+		unlinkat(snapsfd, namefile, 0);
 	json_decref(spec);
 	return 0;
 fail:
-	snprintf(dir, sizeof(dir), "%s", tmpname);
-	ts_idcopy_remove(paths->helper, snapsfd, dir, NULL);
+	/* still flocked by tmpfd: no sweep removes it under us */
+	ts_idcopy_remove(paths->helper, snapsfd, tmpname, NULL);
+out_name:
+	if (namefile[0]) {
+		if (lock < 0)
+			lock = store_lock(snapsfd, NULL);
+		if (lock >= 0)
+			unlinkat(snapsfd, namefile, 0);
+	}
 out_spec:
 	json_decref(spec);
 	ts_snapshot_free(ret);
@@ -454,21 +607,16 @@ static int referenced(struct ts_store *st, json_t *set, struct ts_error *err)
 	return 0;
 }
 
-/* Remove the snapshot directories nothing refers to (and temporary ones no flock holds). */
-static void sweep(const struct ts_paths *paths, json_t *keep)
+/* Remove the snapshot directories nothing refers to (with the store lock held). */
+static void sweep(const struct ts_paths *paths, int fd, json_t *keep)
 {
-	char dir[4200];
-	_cleanup_close_ int fd = -EBADF;
 	DIR *d;
 	struct dirent *de;
 
-	snprintf(dir, sizeof(dir), "%s/snapshots", paths->root);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
 	d = fdopendir(fcntl(fd, F_DUPFD_CLOEXEC, 3));
 	if (!d)
 		return;
+	rewinddir(d); /* the dup shares fd's offset, which an earlier walk left at the end */
 	while ((de = readdir(d))) {
 		_cleanup_close_ int e = -EBADF;
 
@@ -490,6 +638,8 @@ int ts_snapshot_delete(struct ts_store *st, const struct ts_paths *paths, const 
 	_cleanup_(ts_snapshot_freep) struct ts_snapshot s = { 0 };
 	_cleanup_stmt_ sqlite3_stmt *q = NULL;
 	struct ts_sqldb *db = ts_store_sql(st);
+	_cleanup_close_ int fd = -EBADF, lock = -EBADF;
+	char dir[4200];
 	json_t *keep;
 	int rc, r = ts_snapshot_get(st, ref, &s, err);
 
@@ -504,8 +654,14 @@ int ts_snapshot_delete(struct ts_store *st, const struct ts_paths *paths, const 
 	if (sqlite3_changes(db->db) == 0)
 		return ts_err(err, -ENOENT, "no snapshot `%s`", s.id);
 	keep = json_object();
-	if (referenced(st, keep, err) == 0)
-		sweep(paths, keep);
+	snprintf(dir, sizeof(dir), "%s/snapshots", paths->root);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* the records are read under the store lock: a snapshot renamed into place has its
+	 * record in by then, one being copied holds its flock (ts_snapshot_create) */
+	if (fd >= 0 && (lock = store_lock(fd, err)) >= 0 && referenced(st, keep, err) == 0) {
+		sweep(paths, fd, keep);
+		sweep_leftovers(paths, fd);
+	}
 	/* the record is gone either way; a directory kept is swept by a later delete */
 	ts_err_clear(err);
 	json_decref(keep);
@@ -546,7 +702,12 @@ int ts_snapshot_layer_dirs(const struct ts_paths *paths, const char *spec, const
 int ts_snapshot_copy_workspace(const struct ts_paths *paths, const struct ts_snapshot *s,
 			       const char *dst_spec, int dst_fd, struct ts_error *err)
 {
-	struct ts_treecopy c = { 0 };
+	/* bounded like the snapshot was: its workspace is part of what it counted (a tree
+	 * changed under the state root since cannot make a restore fill the disk) */
+	struct ts_treecopy c = {
+		.max_bytes = s->size ? s->size : 1,
+		.max_entries = TS_SNAP_DEFAULT_MAX_ENTRIES,
+	};
 	char dir[4200];
 	_cleanup_close_ int fd = -EBADF;
 	json_t *spec = json_loads(s->spec ? s->spec : "{}", 0, NULL);

@@ -60,8 +60,14 @@ bool ts_snapshot_id_valid(const char *ref);
  * Take a snapshot of the sandbox rec (running: paused with init's PAUSE while the copy
  * runs and resumed after, also on failure; stopped: copied as it is) in the sandbox's id
  * mapping (a sandbox with subordinate ids through the helper, idcopy.h). -ENOSPC / -E2BIG
- * past the limits (nothing stays behind), -EINVAL for a bad name or a
- * chain longer than TS_SNAP_MAX_CHAIN. 0 with *ret filled (free with ts_snapshot_free).
+ * past the limits (nothing stays behind), -EINVAL for a bad name (one starting with
+ * `snap-`, the generated ids' prefix, too) or a chain longer than TS_SNAP_MAX_CHAIN,
+ * -EBUSY when another snapshot being taken claims the same name. The copy goes to
+ * `snapshots/.tmp-<id>/`, flocked from its creation until it is renamed into place and
+ * recorded (under the store's lock `snapshots/.lock`, which every sweep holds), and the
+ * name is claimed by a flocked `snapshots/.name-<name>` meanwhile; what a killed one left
+ * behind, no longer locked, goes with the next snapshot or delete. 0 with *ret filled
+ * (free with ts_snapshot_free).
  */
 int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 		       struct ts_sandbox_rec *rec, const struct ts_snapshot_opts *o,
@@ -77,7 +83,8 @@ int ts_snapshot_get(struct ts_store *st, const char *ref, struct ts_snapshot *re
 
 /*
  * Delete the record of ref (id or name) and remove the directories of snapshots that no
- * record refers to any more (sandboxes restored from them, other snapshots' chains).
+ * record refers to any more (sandboxes restored from them, other snapshots' chains), and
+ * the leftovers of snapshots killed while copying.
  * -ENOENT when there is no such snapshot.
  */
 int ts_snapshot_delete(struct ts_store *st, const struct ts_paths *paths, const char *ref,

@@ -133,40 +133,82 @@ static int set_meta_at(struct walk *w, int dst, const char *name, const struct s
 	return 0;
 }
 
+/* Bytes [off, end) of in to the same offsets of out. */
+static int copy_range(struct walk *w, int in, int out, off_t off, off_t end, bool *plain,
+		      struct ts_error *err)
+{
+	char buf[65536];
+
+	while (off < end) {
+		off_t ooff = off;
+		ssize_t n, m;
+
+		if (!*plain) {
+			n = copy_file_range(in, &off, out, &ooff, (size_t)(end - off), 0);
+			if (n > 0)
+				continue;
+			if (n == 0)
+				return 0; /* shrunk while we copied: what there was */
+			if (errno != EXDEV && errno != ENOSYS && errno != EOPNOTSUPP &&
+			    errno != EINVAL)
+				return ts_err_errno(err, -errno, "copy `%s`", w->path);
+			/* no copy_file_range between these file systems: read and write */
+			*plain = true;
+		}
+		n = pread(in, buf,
+			  (size_t)(end - off) < sizeof(buf) ? (size_t)(end - off) : sizeof(buf),
+			  off);
+		if (n < 0)
+			return ts_err_errno(err, -errno, "read `%s`", w->path);
+		if (n == 0)
+			return 0;
+		for (ssize_t o = 0; o < n; o += m) {
+			m = pwrite(out, buf + o, (size_t)(n - o), off + o);
+			if (m < 0)
+				return ts_err_errno(err, -errno, "write `%s`", w->path);
+		}
+		off += n;
+	}
+	return 0;
+}
+
+/*
+ * The contents of in into out (new, empty): cloned where the file system can, else its
+ * data segments (SEEK_DATA/SEEK_HOLE) at their offsets and the size set last, so a sparse
+ * file stays sparse (copy_file_range alone reads holes as zeros and writes them: a 1 TiB
+ * sparse file a sandbox made in a second would fill the disk).
+ */
 static int copy_data(struct walk *w, int in, int out, off_t size, struct ts_error *err)
 {
-	off_t done = 0;
+	bool plain = false;
+	off_t off = 0;
+	int r;
 
 	if (size == 0 || ioctl(out, FICLONE, in) == 0)
 		return 0;
-	while (done < size) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)(size - done), 0);
+	while (off < size) {
+		off_t data = lseek(in, off, SEEK_DATA), hole;
 
-		if (n < 0 &&
-		    (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL) &&
-		    done == 0) {
-			/* no copy_file_range between these file systems: read and write */
-			char buf[65536];
-
-			while ((n = read(in, buf, sizeof(buf))) > 0)
-				for (ssize_t o = 0; o < n;) {
-					ssize_t m = write(out, buf + o, (size_t)(n - o));
-
-					if (m < 0)
-						return ts_err_errno(err, -errno, "write `%s`",
-								    w->path);
-					o += m;
-				}
-			if (n < 0)
-				return ts_err_errno(err, -errno, "read `%s`", w->path);
-			return 0;
+		if (data < 0 && errno == ENXIO)
+			break; /* a hole up to the end */
+		if (data < 0) {
+			if (errno != EINVAL && errno != EOPNOTSUPP)
+				return ts_err_errno(err, -errno, "seek in `%s`", w->path);
+			data = off; /* no SEEK_DATA here: all of it is data */
+			hole = size;
+		} else {
+			hole = lseek(in, data, SEEK_HOLE);
+			if (hole < 0)
+				hole = size;
 		}
-		if (n < 0)
-			return ts_err_errno(err, -errno, "copy `%s`", w->path);
-		if (n == 0)
-			break; /* shrunk while we copied: what there was */
-		done += n;
+		if (data >= size)
+			break;
+		if ((r = copy_range(w, in, out, data, hole < size ? hole : size, &plain, err)) < 0)
+			return r;
+		off = hole;
 	}
+	if (ftruncate(out, size) < 0)
+		return ts_err_errno(err, -errno, "set the size of `%s`", w->path);
 	return 0;
 }
 

@@ -13,7 +13,7 @@
  * `trusted.overlay.opaque`, "y", where the caller can read it), overlay whiteouts (0/0
  * character devices), FIFOs and sockets survive; any other device is refused. Hard links become
  * separate copies. Regular files are cloned (FICLONE) where the file system can, else
- * copied with copy_file_range.
+ * copied with copy_file_range, only their data segments: holes stay holes.
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -17,6 +17,7 @@
 #include "runner.h"
 #include "meta.h"
 #include "metrics.h"
+#include "snapshots.h"
 #include "util.h"
 
 bool ts_control_expired(const struct ts_srv_sb *e, long long now_ms)
@@ -127,6 +128,10 @@ void ts_control_reap(struct ts_srv *srv)
 			continue;
 		}
 		if (r < 0)
+			continue;
+		/* past its deadline during a snapshot: killed or paused at a later round, once
+		 * the copy (bounded) has resumed it */
+		if (ts_snapshots_busy(srv, e->id))
 			continue;
 		if (ts_control_expired(e, now))
 			ts_control_kill(srv, e, &ignore);

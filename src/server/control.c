@@ -764,6 +764,17 @@ oom:
  * resumed, 201, its deadline now + timeout (300 s when none is given); a running one is
  * 200 (resume: 409) and its deadline only ever extended.
  */
+/* 409 while a snapshot or fork of e is being taken (true: answered). */
+static bool snapshot_busy(struct ts_srv *srv, struct ts_req *req, const struct ts_srv_sb *e)
+{
+	if (!ts_snapshots_busy(srv, e->id))
+		return false;
+	ts_srv_reply_error(req, 409,
+			   "sandbox `%s` is being snapshotted: try again when the snapshot is done",
+			   e->id);
+	return true;
+}
+
 static void connect_or_resume(struct ts_srv *srv, struct ts_req *req, bool resume_only)
 {
 	struct ts_error err = { 0 };
@@ -785,6 +796,11 @@ static void connect_or_resume(struct ts_srv *srv, struct ts_req *req, bool resum
 	}
 	now = ts_realtime_ms();
 	if (info.state != TS_SB_RUNNING || (e->has_meta && e->meta.paused)) {
+		/* the snapshot's own pause: resumed by the snapshot when its copy is done */
+		if (snapshot_busy(srv, req, e)) {
+			ts_sb_info_clear(&info);
+			return;
+		}
 		if (info.state == TS_SB_PAUSED)
 			r = ts_sb_resume(e->sb, &err);
 		else if (info.state == TS_SB_STOPPED)
@@ -838,7 +854,8 @@ static void handle_kill(void *ctx, struct ts_req *req)
 	struct ts_srv_sb *e;
 	int r;
 
-	if (control_auth(srv, req) < 0 || !(e = find(srv, req, ts_req_param(req, 0))))
+	if (control_auth(srv, req) < 0 || !(e = find(srv, req, ts_req_param(req, 0))) ||
+	    snapshot_busy(srv, req, e))
 		return;
 	r = ts_control_kill(srv, e, &err);
 	if (r < 0 && r != -ENOENT) {
@@ -926,7 +943,8 @@ static void handle_pause(void *ctx, struct ts_req *req)
 	int r;
 
 	if (control_auth(srv, req) < 0 || !(b = body_object(req)) ||
-	    !field_ok(req, b, "memory", JSON_TRUE) || !(e = find(srv, req, ts_req_param(req, 0))))
+	    !field_ok(req, b, "memory", JSON_TRUE) || !(e = find(srv, req, ts_req_param(req, 0))) ||
+	    snapshot_busy(srv, req, e))
 		return;
 	r = ts_control_pause(srv, e, &err);
 	if (r == -EALREADY) {

@@ -24,6 +24,7 @@
 struct ts_tokens;
 struct ts_runs;
 struct ts_pool;
+struct ts_snap_job;
 
 struct ts_serve_opts {
 	const char *listen;	 /* control plane + /v1 ("127.0.0.1:3000") */
@@ -56,13 +57,14 @@ struct ts_srv {
 	struct ts_http_listener *control, *envd, *unix_control;
 	struct ts_srv_sb *sbs; /* open sandbox handles, by id (srv_sandbox) */
 	struct ts_loop_timer *reaper;
-	unsigned runs_reap_ticks;   /* control-reap.c: ticks since the runs' reap */
-	struct ts_envd_fs *fs;	    /* envd-fs.c's polling watchers (ts_envd_fs_free) */
-	struct ts_runs *runs;	    /* the agent runner's workers and approvals (runs.h) */
-	struct ts_pulls *pulls;	    /* image pulls for creates (pulls.h; local backend only) */
-	struct ts_pool *pool;	    /* the warm pool (pool.h; local backend only) */
-	unsigned snapshots_running; /* snapshot copies on their threads (snapshots.c) */
-	const char *root;	    /* the state root (paths.h) */
+	unsigned runs_reap_ticks;      /* control-reap.c: ticks since the runs' reap */
+	struct ts_envd_fs *fs;	       /* envd-fs.c's polling watchers (ts_envd_fs_free) */
+	struct ts_runs *runs;	       /* the agent runner's workers and approvals (runs.h) */
+	struct ts_pulls *pulls;	       /* image pulls for creates (pulls.h; local backend only) */
+	struct ts_pool *pool;	       /* the warm pool (pool.h; local backend only) */
+	unsigned snapshots_running;    /* snapshot copies on their threads (snapshots.c) */
+	struct ts_snap_job *snap_jobs; /* those jobs, for ts_snapshots_busy */
+	const char *root;	       /* the state root (paths.h) */
 };
 
 /* Run serve until SIGINT/SIGTERM. 0, or -errno with err. */

@@ -19,8 +19,9 @@
 
 #define SNAP_LIST_MAX 100
 
-/* One snapshot, fork or restore on its thread; the loop owns it. */
-struct job {
+/* One snapshot, fork or restore on its thread; the loop owns it, listed in srv->snap_jobs. */
+struct ts_snap_job {
+	struct ts_snap_job *next;
 	struct ts_srv *srv;
 	struct ts_req *req;
 	char backend[32];
@@ -54,7 +55,7 @@ struct job {
 	size_t n_made;
 };
 
-static void job_free(struct job *j)
+static void job_free(struct ts_snap_job *j)
 {
 	ts_loop_del_fd(j->watch);
 	if (j->efd >= 0)
@@ -67,12 +68,17 @@ static void job_free(struct job *j)
 	free(j->o_envs);
 	free(j->o_meta);
 	free(j->text);
+	for (struct ts_snap_job **p = &j->srv->snap_jobs; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			break;
+		}
 	j->srv->snapshots_running--;
 	free(j);
 }
 
 /* The create options of one fork: the snapshot, the source's envs and metadata. */
-static void fork_opts(struct job *j, struct ts_sb_create_opts *o)
+static void fork_opts(struct ts_snap_job *j, struct ts_sb_create_opts *o)
 {
 	*o = (struct ts_sb_create_opts){ .timeout_absolute = true,
 					 .with_root = true,
@@ -93,7 +99,7 @@ static void fork_opts(struct job *j, struct ts_sb_create_opts *o)
  */
 static void *snap_main(void *arg)
 {
-	struct job *j = arg;
+	struct ts_snap_job *j = arg;
 	struct ts_sb *sb = NULL;
 	struct ts_snap_create_opts so = { .name = j->has_name ? j->name : NULL };
 	uint64_t one = 1;
@@ -136,7 +142,7 @@ static json_t *snap_json(const struct ts_snap_info *i)
 }
 
 /* Record sandbox i of the job (its handle goes): 0 with *ret, or -errno with err. */
-static int record(struct job *j, size_t i, const char *text, bool auto_pause, json_t **ret,
+static int record(struct ts_snap_job *j, size_t i, const char *text, bool auto_pause, json_t **ret,
 		  struct ts_error *err)
 {
 	struct ts_sb *sb = j->made[i];
@@ -156,7 +162,7 @@ static unsigned err_status(int r, const struct ts_error *err)
 }
 
 /* The fork's sandboxes, recorded as POST /sandboxes records one. */
-static json_t *fork_records(struct job *j)
+static json_t *fork_records(struct ts_snap_job *j)
 {
 	json_t *out = json_array();
 
@@ -189,7 +195,7 @@ static json_t *fork_records(struct job *j)
 
 static void on_done(void *userdata, short revents)
 {
-	struct job *j = userdata;
+	struct ts_snap_job *j = userdata;
 	uint64_t v;
 
 	(void)revents;
@@ -227,7 +233,7 @@ static void on_done(void *userdata, short revents)
  * what it made goes. */
 static void on_gone(void *userdata)
 {
-	struct job *j = userdata;
+	struct ts_snap_job *j = userdata;
 
 	pthread_join(j->thread, NULL);
 	/* made but never recorded: they would run without a token */
@@ -241,10 +247,12 @@ static void on_gone(void *userdata)
 	job_free(j);
 }
 
-static void start(struct ts_srv *srv, struct ts_req *req, struct job *j)
+static void start(struct ts_srv *srv, struct ts_req *req, struct ts_snap_job *j)
 {
 	j->srv = srv;
 	j->req = req;
+	j->next = srv->snap_jobs;
+	srv->snap_jobs = j;
 	srv->snapshots_running++;
 	snprintf(j->backend, sizeof(j->backend), "%s", ts_backend_name(srv->be));
 	j->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -286,10 +294,10 @@ static void kv_of(json_t *obj, struct ts_kv *kv, size_t *n)
 }
 
 /* The source sandbox of a snapshot or fork, and a job for it; NULL when answered. */
-static struct job *prepare(struct ts_srv *srv, struct ts_req *req)
+static struct ts_snap_job *prepare(struct ts_srv *srv, struct ts_req *req)
 {
 	struct ts_srv_sb *e;
-	struct job *j;
+	struct ts_snap_job *j;
 
 	if (ts_control_auth(srv, req) < 0 || !(e = ts_control_find(srv, req, ts_req_param(req, 0))))
 		return NULL;
@@ -344,7 +352,7 @@ void ts_snapshots_create(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
 	json_t *b = body(req), *name;
-	struct job *j;
+	struct ts_snap_job *j;
 
 	if (!b)
 		return;
@@ -368,7 +376,7 @@ void ts_snapshots_fork(void *ctx, struct ts_req *req)
 	struct ts_srv *srv = ctx;
 	json_t *b = body(req), *v;
 	long long count = 1, timeout = -1;
-	struct job *j;
+	struct ts_snap_job *j;
 
 	if (!b)
 		return;
@@ -491,6 +499,14 @@ void ts_snapshots_delete(void *ctx, struct ts_req *req)
 	ts_req_reply(req, 204, NULL, NULL, 0);
 }
 
+bool ts_snapshots_busy(const struct ts_srv *srv, const char *sb_id)
+{
+	for (const struct ts_snap_job *j = srv->snap_jobs; j; j = j->next)
+		if (!j->restore && !strcmp(j->sb_id, sb_id))
+			return true;
+	return false;
+}
+
 bool ts_snapshots_has(struct ts_srv *srv, const char *template_id)
 {
 	_cleanup_free_ struct ts_snap_info *v = NULL;
@@ -512,7 +528,7 @@ bool ts_snapshots_has(struct ts_srv *srv, const char *template_id)
 void ts_snapshots_restore(struct ts_srv *srv, struct ts_req *req, const struct ts_sb_create_opts *o,
 			  struct ts_kv *envs, struct ts_kv *meta, char *text, bool auto_pause)
 {
-	struct job *j = NULL;
+	struct ts_snap_job *j = NULL;
 	size_t n = 0;
 
 	if (srv->snapshots_running >= TS_SNAPSHOTS_RUNNING_MAX) {

@@ -31,5 +31,12 @@ void ts_snapshots_fork(void *ctx, struct ts_req *req);
 void ts_snapshots_restore(struct ts_srv *srv, struct ts_req *req, const struct ts_sb_create_opts *o,
 			  struct ts_kv *envs, struct ts_kv *meta, char *text, bool auto_pause);
 
+/*
+ * Is a snapshot or fork of sandbox sb_id (its exact id) being taken now? Kill, pause,
+ * resume and delete of it are refused with 409 meanwhile: the copy pauses it and resumes
+ * it after, and would race them.
+ */
+bool ts_snapshots_busy(const struct ts_srv *srv, const char *sb_id);
+
 /* Is template a snapshot of the backend (its id or one of its names)? */
 bool ts_snapshots_has(struct ts_srv *srv, const char *template_id);

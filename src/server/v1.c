@@ -23,6 +23,7 @@
 #include "http.h"
 #include "loop.h"
 #include "server.h"
+#include "snapshots.h"
 #include "tokens.h"
 #include "util.h"
 #include "v1.h"
@@ -40,7 +41,7 @@ static const struct {
 	{ "not_found", 404 },	      { "method_not_allowed", 405 }, { "already_exists", 409 },
 	{ "payload_too_large", 413 }, { "resource_exhausted", 429 }, { "internal", 500 },
 	{ "unimplemented", 501 },     { "unavailable", 503 },	     { "deadline_exceeded", 504 },
-	{ "not_enough_space", 507 },
+	{ "not_enough_space", 507 },  { "snapshot_running", 409 },
 };
 
 static unsigned status_of(const char *code)
@@ -701,6 +702,25 @@ static bool names_member(struct ts_srv *srv, const char *id)
 	return member;
 }
 
+/* Is a snapshot of the sandbox id names (an id, a prefix or a name) being taken? */
+static bool snapshot_of(struct ts_srv *srv, const char *id)
+{
+	struct ts_sb *sb = NULL;
+	struct ts_sb_info info = { 0 };
+	struct ts_error ignore = { 0 };
+	bool busy;
+
+	if (!srv->snap_jobs)
+		return false;
+	busy = ts_snapshots_busy(srv, id);
+	if (!busy && ts_sb_lookup(srv->be, id, &sb, &ignore) == 0 &&
+	    ts_sb_info(sb, &info, &ignore) == 0)
+		busy = ts_snapshots_busy(srv, info.id);
+	ts_sb_info_clear(&info);
+	ts_sb_close(sb);
+	return busy;
+}
+
 static void h_delete(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
@@ -713,6 +733,14 @@ static void h_delete(void *ctx, struct ts_req *req)
 	/* the kill below takes id prefixes: none may name a pool member */
 	if (ts_pool_holds(srv->pool, id) || names_member(srv, id)) {
 		ts_v1_reply_error(req, "not_found", "sandbox `%.64s` not found", id);
+		return;
+	}
+	/* the kill races the copy, which pauses the sandbox and resumes it after */
+	if (snapshot_of(srv, id)) {
+		ts_v1_reply_error(req, "snapshot_running",
+				  "sandbox `%.64s` is being snapshotted: try again when the "
+				  "snapshot is done",
+				  id);
 		return;
 	}
 	/* our cached handle goes first: the sandbox it names is about to be removed */

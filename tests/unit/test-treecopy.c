@@ -227,6 +227,37 @@ int main(void)
 	} else {
 		skip(3, "giving another owner needs CAP_CHOWN and ids 4242:4343 mapped");
 	}
+	/* a sparse file: only its data is copied, its holes stay holes */
+	mkdir(strcat(strcpy(p, base), "/sparse"), 0755);
+	snprintf(p, sizeof(p), "%s/sparse/big", base);
+	{
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		bool made = fd >= 0 && ftruncate(fd, 64 << 20) == 0 &&
+			    pwrite(fd, "x", 1, 32 << 20) == 1 &&
+			    pwrite(fd, "y", 1, (64 << 20) - 1) == 1;
+
+		if (fd >= 0)
+			close(fd);
+		if (made && stat(p, &st) == 0 && st.st_blocks * 512LL < (1 << 20)) {
+			char a = 0, b = 0;
+
+			ok(copy("sparse", "dst-sparse", 0, 0, &err) == 0,
+			   "a sparse file copies (%s)", err.msg);
+			snprintf(p, sizeof(p), "%s/dst-sparse/big", base);
+			fd = open(p, O_RDONLY);
+			ok(fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 64 << 20 &&
+				   pread(fd, &a, 1, 32 << 20) == 1 &&
+				   pread(fd, &b, 1, (64 << 20) - 1) == 1 && a == 'x' && b == 'y',
+			   "the copy has the size and the data at their offsets");
+			ok(fd >= 0 && st.st_blocks * 512LL < (1 << 20),
+			   "the copy is sparse (%lld bytes allocated of 64 MiB)",
+			   (long long)st.st_blocks * 512);
+			if (fd >= 0)
+				close(fd);
+		} else {
+			skip(3, "no sparse files under /tmp");
+		}
+	}
 	ts_rm_rf_at(AT_FDCWD, base);
 	return done();
 }
