@@ -98,6 +98,35 @@ tap_skip_all() {
 	exit 0
 }
 
+# Remove every snapshot `$cli snapshot ls` lists (those of the test's own state root), for
+# a test's EXIT trap.
+rm_snapshots() {
+	local s
+	for s in $(timeout 30 "$cli" snapshot ls --json 2>/dev/null |
+		python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]' 2>/dev/null); do
+		timeout 30 "$cli" snapshot rm "$s" >/dev/null 2>&1
+	done
+}
+
+# Start `$cli serve ARGS...` in the background (stdout in $tmp/serve.out, stderr in
+# $tmp/serve.err) and
+# wait, at most 5 s, for its `control plane on` line. Sets srv_pid, control and envd (empty
+# when serve did not come up) and adds the pid to the caller's pids array, which its EXIT
+# trap kills.
+start_serve() {
+	: >"$tmp/serve.out"
+	"$cli" serve "$@" >"$tmp/serve.out" 2>"$tmp/serve.err" &
+	srv_pid=$!
+	pids+=("$srv_pid")
+	for _ in $(seq 100); do
+		grep -q 'control plane on' "$tmp/serve.out" && break
+		kill -0 "$srv_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	control=$(sed -n 's/.*control plane on \([^,]*\), envd on \(.*\)$/\1/p' "$tmp/serve.out")
+	envd=$(sed -n 's/.*control plane on \([^,]*\), envd on \(.*\)$/\2/p' "$tmp/serve.out")
+}
+
 tap_done() {
 	printf '1..%d\n' "$TAP_N"
 	printf '# %d passed, %d failed, %d skipped\n' \

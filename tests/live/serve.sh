@@ -17,21 +17,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start serve with args; wait for its line; sets srv_pid, control, envd
-start_serve() {
-	: >"$tmp/out"
-	"$cli" serve "$@" >"$tmp/out" 2>"$tmp/err" &
-	srv_pid=$!
-	pids+=("$srv_pid")
-	for _ in $(seq 100); do
-		grep -q 'control plane on' "$tmp/out" && break
-		kill -0 "$srv_pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	control=$(sed -n 's/.*control plane on \([^,]*\), envd on \(.*\)$/\1/p' "$tmp/out")
-	envd=$(sed -n 's/.*control plane on \([^,]*\), envd on \(.*\)$/\2/p' "$tmp/out")
-}
-
 "$cli" serve --help | grep -q -- '--envd-listen'
 tap_result $? "serve --help names its options"
 

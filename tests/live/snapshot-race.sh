@@ -26,10 +26,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	[ -f "$tmp/ids" ] && xargs -r timeout 120 "$cli" rm -f --purge <"$tmp/ids" >/dev/null 2>&1
-	for s in $(timeout 30 "$cli" snapshot ls --json 2>/dev/null |
-		python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]' 2>/dev/null); do
-		timeout 30 "$cli" snapshot rm "$s" >/dev/null 2>&1
-	done
+	rm_snapshots
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -180,15 +177,8 @@ tap_result $? "a restore of a file the caller cannot read copies it (mode ${TS_M
 chmod 600 "$root/snapshots/$s4/workspace/locked/f"
 
 # serve: 409 to kill, pause, resume, /v1 delete while a snapshot of the sandbox is copied
-"$cli" serve --listen 127.0.0.1:0 --envd-listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve.err" &
-srv=$!
-pids+=("$srv")
-for _ in $(seq 200); do
-	grep -q 'control plane on' "$tmp/serve.out" && break
-	kill -0 "$srv" 2>/dev/null || break
-	sleep 0.05
-done
-control=$(sed -n 's/.*control plane on \([^,]*\), envd on .*$/\1/p' "$tmp/serve.out")
+start_serve --listen 127.0.0.1:0 --envd-listen 127.0.0.1:0
+srv=$srv_pid
 [ -n "$control" ]
 tap_result $? "serve listens ($control)"
 tap_diag_file "$tmp/serve.err"

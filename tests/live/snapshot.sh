@@ -25,10 +25,7 @@ tmp=$(mktemp -d /tmp/ts-snap-XXXXXX)
 chmod 755 "$tmp"
 cleanup() {
 	[ -f "$tmp/ids" ] && xargs -r timeout 120 "$cli" rm -f --purge <"$tmp/ids" >/dev/null 2>&1
-	for s in $(timeout 30 "$cli" snapshot ls --json 2>/dev/null |
-		python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]' 2>/dev/null); do
-		timeout 30 "$cli" snapshot rm "$s" >/dev/null 2>&1
-	done
+	rm_snapshots
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
