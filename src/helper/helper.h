@@ -93,6 +93,8 @@ struct ts_mount_op {
 	 * owned by an unmapped id (then no `userxattr`: overlayfs could not read a user.*
 	 * xattr of its directories that only their owner may read) */
 	int lower_idmapped_fds[TS_HELPER_MAX_LOWERS];
+	dev_t lower_dev[TS_HELPER_MAX_LOWERS]; /* of the directory it was made from */
+	ino_t lower_ino[TS_HELPER_MAX_LOWERS];
 	bool lower_unmapped[TS_HELPER_MAX_LOWERS];
 	/* tmpfs */
 	unsigned long long size; /* 0: kernel default */

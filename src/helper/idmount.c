@@ -173,8 +173,29 @@ static int format_map(char *buf, size_t size, const struct ts_idmap_line *map, s
 	return len < size ? 0 : -E2BIG;
 }
 
-/* A layer as a detached, read-only, nosuid, nodev tree id-mapped through userns. */
-static int lower_tree(const char *path, int userns, struct ts_error *err)
+/*
+ * The layer at path, opened without following a symbolic link in any of its components
+ * (RESOLVE_NO_SYMLINKS): the path may run through directories another user owns (root's
+ * `--image /home/alice/img`), who could otherwise swap a component for a link to `/`
+ * between our look and the mount, and have the host's root file system id-mapped with
+ * its owner-only files the sandbox root's. -ELOOP for a path with a link in it.
+ */
+static int open_layer(const char *path, struct stat *sb, struct ts_error *err)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	_cleanup_close_ int fd = ts_openat2(AT_FDCWD, path, &how);
+
+	if (fd < 0)
+		return ts_err_errno(err, -errno, "open layer `%s` (no symbolic links)", path);
+	if (fstat(fd, sb) < 0)
+		return ts_err_errno(err, -errno, "stat layer `%s`", path);
+	return TAKE_FD(fd);
+}
+
+/* The layer open as fd as a detached, read-only, nosuid, nodev tree id-mapped through
+ * userns. */
+static int lower_tree(int fd, const char *path, int userns, struct ts_error *err)
 {
 	_cleanup_close_ int tree = -EBADF;
 	struct mount_attr ma = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
@@ -182,7 +203,7 @@ static int lower_tree(const char *path, int userns, struct ts_error *err)
 				 .userns_fd = (uint64_t)userns };
 
 	/* this mount only, as for binds: a mount below the layer would be another */
-	tree = ts_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	tree = ts_open_tree(fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tree < 0)
 		return ts_err_errno(err, -errno, "open layer `%s` for an id-mapped mount", path);
 	if (ts_mount_setattr(tree, "", AT_EMPTY_PATH, &ma) < 0)
@@ -202,11 +223,13 @@ int ts_idmount_prepare_lowers(struct ts_helper_ctx *ctx, struct ts_error *err)
 		if (op->kind != TS_MOUNT_OVERLAY)
 			continue;
 		for (size_t k = 0; k < op->n_lowers; k++) {
+			_cleanup_close_ int layer = -EBADF;
 			struct stat sb;
 			int fd;
 
-			/* a hint only (which option, whether to map): the layer is opened
-			 * again, by the child, for the mount itself */
+			/* For the plain layers a hint only (which option): the child opens
+			 * them again for the mount itself. An id-mapped one is made from this
+			 * fd, and the child checks that it opened the same directory. */
 			if (stat(op->lowers[k], &sb) < 0 ||
 			    (outside_mapped(ctx->uid_map, ctx->n_uid_map, sb.st_uid) &&
 			     outside_mapped(ctx->gid_map, ctx->n_gid_map, sb.st_gid)))
@@ -233,7 +256,23 @@ int ts_idmount_prepare_lowers(struct ts_helper_ctx *ctx, struct ts_error *err)
 			}
 			if (userns < 0)
 				continue;
-			fd = lower_tree(op->lowers[k], userns, err);
+			layer = open_layer(op->lowers[k], &sb, err);
+			if (layer == -ELOOP) {
+				fprintf(stderr,
+					"toren-sandbox-helper: warning: layer `%s` is reached "
+					"through a symbolic link: not id-mapped (its files belong to "
+					"ids the sandbox does not have: a change to one fails with "
+					"EOVERFLOW)\n",
+					op->lowers[k]);
+				ts_err_clear(err);
+				continue;
+			}
+			if (layer < 0)
+				return layer;
+			if (outside_mapped(ctx->uid_map, ctx->n_uid_map, sb.st_uid) &&
+			    outside_mapped(ctx->gid_map, ctx->n_gid_map, sb.st_gid))
+				continue; /* changed since the stat: the child will see */
+			fd = lower_tree(layer, op->lowers[k], userns, err);
 			if (fd == -EINVAL || fd == -EOPNOTSUPP || fd == -ENOSYS || fd == -EPERM) {
 				/* this kernel or file system cannot: the layer stays as it is */
 				fprintf(stderr,
@@ -247,6 +286,8 @@ int ts_idmount_prepare_lowers(struct ts_helper_ctx *ctx, struct ts_error *err)
 			if (fd < 0)
 				return fd;
 			op->lower_idmapped_fds[k] = fd;
+			op->lower_dev[k] = sb.st_dev;
+			op->lower_ino[k] = sb.st_ino;
 			op->lower_unmapped[k] = false;
 		}
 	}

@@ -403,6 +403,7 @@ static int do_overlay(struct ts_mount_state *st, struct ts_mount_op *op, int tar
 {
 	char first[sizeof(err->msg)];
 	bool userxattr = !st->no_userxattr, idmapped = false;
+	struct stat sb;
 	int r;
 
 	if (op->ro && op->n_lowers == 1 && op->lower_idmapped_fds[0] < 0)
@@ -422,6 +423,15 @@ static int do_overlay(struct ts_mount_state *st, struct ts_mount_op *op, int tar
 		 * private namespace: overlayfs refuses a detached mount of a namespace
 		 * whose user namespace we have no privilege over. The fd then names the
 		 * attached mount; lower_fds[k] still names the layer's own directory. */
+		/* the child opened the layer by its path again: it must be the directory the
+		 * parent's tree was made from (the attach point would be another's, and
+		 * the sandbox would be told the layer is where it is not) */
+		if (fstat(op->lower_fds[k], &sb) < 0)
+			return ts_err_errno(err, -errno, "stat layer `%s`", op->lowers[k]);
+		if (sb.st_dev != op->lower_dev[k] || sb.st_ino != op->lower_ino[k])
+			return ts_err(err, -ESTALE,
+				      "layer `%s` changed while the sandbox was set up",
+				      op->lowers[k]);
 		r = attach(st, op->lower_idmapped_fds[k], op->lower_fds[k], op->lowers[k], err);
 		if (r < 0)
 			return ts_err_prefix(err, r, "id-mapped layer");

@@ -463,6 +463,8 @@ def run_tests(work):
     # copy an owner (without it, EOVERFLOW). In a single-id namespace (userns) there is no
     # root inside, the root is read-only: the mount is checked, and that a write is EROFS.
     changes(work)
+    if os.environ.get("TS_MODE", "") == "root":
+        linked_dir(work)
 
     # 8. create --image NAME, then rm and prune
     r = ts("create", "--image", "bb2")
@@ -520,6 +522,36 @@ def run_tests(work):
     t(r.returncode == 0 and os.listdir(f"{root}/images/oci/layers/sha256") == []
       and os.listdir(f"{root}/images/oci/blobs/sha256") == [],
       "once the sandboxes are gone, image prune deletes every unreferenced layer and blob") \
+        or diag(r.stdout + r.stderr)
+
+
+def linked_dir(work):
+    """Root mode: `--image DIR` under `--user root` is id-mapped (what root owns in DIR is
+    the sandbox root's, SECURITY.md), but only when no component of DIR's path is a
+    symbolic link: another user who owns a directory on the way could otherwise swap it
+    for a link to `/` while the helper sets up, and have the host's root file system
+    id-mapped."""
+    d = f"{work}/dirimg"
+    os.makedirs(f"{d}/bin", exist_ok=True)
+    shutil.copy(BUSYBOX, f"{d}/bin/busybox")
+    for app in ("sh", "stat"):
+        if not os.path.lexists(f"{d}/bin/{app}"):
+            os.symlink("busybox", f"{d}/bin/{app}")
+    with open(f"{d}/secret", "w") as f:
+        f.write("s\n")
+    os.chmod(f"{d}/secret", 0o600)
+    os.chmod(work, 0o755)
+    os.chmod(d, 0o755)
+    os.symlink(d, f"{work}/dirimg-link")
+    probe = "stat -c '%U %G' /secret"
+    r = ts("run", "--user", "root", "--image", d, "--", "/bin/sh", "-c", probe)
+    t(r.returncode == 0 and r.stdout.strip() == "root root",
+      "--image DIR as root, --user root: root's files in DIR are the sandbox root's (id-mapped)") \
+        or diag(r.stdout + r.stderr)
+    r = ts("run", "--user", "root", "--image", f"{work}/dirimg-link", "--", "/bin/sh", "-c", probe)
+    t(r.returncode == 0 and r.stdout.strip() == "nobody nogroup"
+      and "symbolic link: not id-mapped" in r.stderr,
+      "the same DIR reached through a symbolic link is not id-mapped (a warning says why)") \
         or diag(r.stdout + r.stderr)
 
 
