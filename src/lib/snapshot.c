@@ -578,7 +578,12 @@ static void refer(json_t *set, json_t *arr)
 			json_object_set_new(set, json_string_value(v), json_true());
 }
 
-/* The ids of every snapshot some record refers to: sandboxes restored from one, chains. */
+/*
+ * The ids of every snapshot some record refers to: every recorded snapshot itself,
+ * sandboxes restored from one, chains. A record whose spec does not parse could refer to
+ * any of them: then -EBADMSG, and the caller sweeps nothing (a snapshot is lost only when
+ * we know nothing needs it).
+ */
 static int referenced(struct ts_store *st, json_t *set, struct ts_error *err)
 {
 	struct ts_sandbox_rec *recs = NULL;
@@ -588,23 +593,30 @@ static int referenced(struct ts_store *st, json_t *set, struct ts_error *err)
 
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && r == 0; i++) {
 		json_t *spec = json_loads(recs[i].spec ? recs[i].spec : "{}", 0, NULL);
 
+		if (!json_is_object(spec))
+			r = ts_err(err, -EBADMSG, "sandbox `%s`: its spec does not parse",
+				   recs[i].id);
 		refer(set, json_object_get(spec, "snapshots"));
 		json_decref(spec);
 	}
 	ts_sandbox_recs_free(recs, n);
-	if ((r = ts_snapshot_list(st, &snaps, &ns, err)) < 0)
+	if (r < 0 || (r = ts_snapshot_list(st, &snaps, &ns, err)) < 0)
 		return r;
-	for (size_t i = 0; i < ns; i++) {
-		json_t *spec = json_loads(snaps[i].spec, 0, NULL);
+	for (size_t i = 0; i < ns && r == 0; i++) {
+		json_t *spec = json_loads(snaps[i].spec ? snaps[i].spec : "", 0, NULL);
 
+		json_object_set_new(set, snaps[i].id, json_true());
+		if (!json_is_object(spec))
+			r = ts_err(err, -EBADMSG, "snapshot `%s`: its spec does not parse",
+				   snaps[i].id);
 		refer(set, json_object_get(spec, "layers"));
 		json_decref(spec);
 	}
 	ts_snapshots_free(snaps, ns);
-	return 0;
+	return r;
 }
 
 /* Remove the snapshot directories nothing refers to (with the store lock held). */

@@ -197,6 +197,20 @@ ts snapshot nosuchsandbox 2>/dev/null
 [ $? = 1 ]
 tap_result $? "a snapshot of an unknown sandbox is an error"
 
+# a record whose spec does not parse might refer to any snapshot: a delete then sweeps
+# nothing, and the committed snapshot's directory stays (a lost snapshot is worse than
+# a leftover one)
+bad=$(ts snapshot "$src") && other=$(ts snapshot "$src")
+tap_result $? "two more snapshots ($bad, $other)"
+python3 -c "import sqlite3,sys; c = sqlite3.connect('$root/state.db'); c.execute('update snapshots set spec = ? where id = ?', ('{not json', sys.argv[1])); c.commit()" "$bad"
+ts snapshot rm "$other"
+tap_result $? "snapshot rm of the other one"
+[ -d "$root/snapshots/$bad" ]
+tap_result $? "the snapshot whose record does not parse keeps its directory"
+python3 -c "import sqlite3,sys; c = sqlite3.connect('$root/state.db'); c.execute('delete from snapshots where id = ?', (sys.argv[1],)); c.commit()" "$bad"
+ts snapshot rm "$other" 2>/dev/null # (gone already) a sweep now that the records parse
+ts snapshot rm "$bad" 2>/dev/null
+
 # the helper's copier never maps the host's root (its maps pass the sandbox's check)
 if [ "${TS_MODE:-}" = userns ] || [ -z "${TS_HELPER:-}" ]; then
 	tap_skip "--copy-tree refuses a map of the host's root" "under unshare -r our 0 is not the host's root"
