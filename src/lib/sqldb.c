@@ -16,7 +16,7 @@ int ts_sqldb_errno(sqlite3 *db, int rc)
 	switch (rc & 0xff) {
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
-		return -EBUSY;
+		return -EAGAIN; /* try again: not EBUSY, which the backend reads as a conflict (409) */
 	case SQLITE_NOMEM:
 		return -ENOMEM;
 	case SQLITE_READONLY:
