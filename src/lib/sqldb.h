@@ -45,8 +45,9 @@ void ts_sqldb_close(struct ts_sqldb *db);
 int ts_sqldb_migrate(struct ts_sqldb *db, const char *const *migrations, size_t n,
 		     struct ts_error *err);
 
-/* sqlite's result code rc as -errno (-EAGAIN for busy or locked, -ENOMEM, -EROFS, -ENOSPC, -EBADMSG, -EEXIST,
- * -EACCES, the system's errno of an I/O error, else -EIO). db may be NULL. */
+/* sqlite's result code rc as -errno (-EAGAIN for busy or locked, -ENOMEM, -EROFS, -ENOSPC,
+ * -EBADMSG, -EEXIST, -EACCES, the system's errno of an I/O error, else -EIO). db may be
+ * NULL. */
 int ts_sqldb_errno(sqlite3 *db, int rc);
 
 /* Fill err with "WHAT in `PATH`: sqlite's message" for rc; returns its -errno. */
