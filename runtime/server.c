@@ -291,7 +291,29 @@ static void shutdown_all(struct ts_server *s)
  * cannot continue each other (a stopped process runs nothing), and nothing new starts
  * while paused (handle), so the whole sandbox stays still until RESUME.
  */
-/* Does every process of the sandbox but init show as stopped (or gone) in /proc? */
+/* Does the task whose stat file is at path show as running (not stopped, dead or gone)? */
+static bool task_running(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char buf[512], *p;
+	ssize_t n;
+
+	if (fd < 0)
+		return false; /* gone meanwhile */
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may hold anything, the state follows its last ')' */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && !strchr("TtZX", p[2]);
+}
+
+/*
+ * Does every thread of every process of the sandbox but init show as stopped (or gone)
+ * in /proc? Each thread, not the process's leader alone: a leader that has stopped (or
+ * exited: a zombie while its threads run) says nothing of a thread still in write(2).
+ */
 static bool all_stopped(void)
 {
 	DIR *d = opendir("/proc");
@@ -301,24 +323,27 @@ static bool all_stopped(void)
 	if (!d)
 		return true; /* no /proc to ask: the SIGSTOP is all there is */
 	while (all && (de = readdir(d))) {
-		char path[64], buf[512], *p;
-		_cleanup_close_ int fd = -EBADF;
-		ssize_t n;
+		char path[96];
+		struct dirent *te;
+		DIR *t;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9' || !strcmp(de->d_name, "1"))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%.20s/stat", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue; /* gone meanwhile */
-		n = read(fd, buf, sizeof(buf) - 1);
-		if (n <= 0)
+		snprintf(path, sizeof(path), "/proc/%.20s/task", de->d_name);
+		t = opendir(path);
+		if (!t) {
+			snprintf(path, sizeof(path), "/proc/%.20s/stat", de->d_name);
+			all = !task_running(path);
 			continue;
-		buf[n] = '\0';
-		/* "pid (comm) S ...": comm may hold anything, the state follows its last ')' */
-		p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && !strchr("TtZX", p[2]))
-			all = false;
+		}
+		while (all && (te = readdir(t))) {
+			if (te->d_name[0] < '1' || te->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%.20s/task/%.20s/stat", de->d_name,
+				 te->d_name);
+			all = !task_running(path);
+		}
+		closedir(t);
 	}
 	closedir(d);
 	return all;
