@@ -36,6 +36,9 @@ struct ts_snap_job {
 	size_t n_env, n_meta;
 	/* restore (a create whose template is a snapshot): the create's options and body */
 	bool restore;
+	/* delete (DELETE /templates/{id}, sb_id the snapshot's id or name): a sweep of the
+	 * snapshots' files may remove a large tree, and waits for the store's lock */
+	bool del;
 	struct ts_sb_create_opts o;
 	struct ts_kv *o_envs, *o_meta;
 	const char *allow[65];
@@ -105,7 +108,9 @@ static void *snap_main(void *arg)
 	uint64_t one = 1;
 
 	j->r = ts_backend_open(j->backend, &j->b, &j->err);
-	if (j->r >= 0 && !j->restore) {
+	if (j->r >= 0 && j->del) {
+		j->r = ts_backend_snapshot_delete(j->b, j->sb_id, &j->err);
+	} else if (j->r >= 0 && !j->restore) {
 		j->r = ts_sb_lookup(j->b, j->sb_id, &sb, &j->err);
 		if (j->r >= 0)
 			j->r = ts_sb_snapshot(sb, &so, &j->info, &j->err);
@@ -203,8 +208,16 @@ static void on_done(void *userdata, short revents)
 	pthread_join(j->thread, NULL);
 	/* j goes below: the request must not name it */
 	ts_req_defer_forget(j->req);
-	if (j->r < 0) {
+	if (j->del && (j->r == -ENOENT || j->r == -EOPNOTSUPP)) {
+		char shown[80];
+
+		snprintf(shown, sizeof(shown), "%s", j->sb_id);
+		ts_sanitize_text(shown);
+		ts_srv_reply_error(j->req, 404, "template `%s` not found", shown);
+	} else if (j->r < 0) {
 		reply_err(j->req, &j->err);
+	} else if (j->del) {
+		ts_req_reply(j->req, 204, NULL, NULL, 0);
 	} else if (j->restore) {
 		struct ts_error err = { 0 };
 		json_t *out = NULL;
@@ -478,31 +491,35 @@ void ts_snapshots_list(void *ctx, struct ts_req *req)
 void ts_snapshots_delete(void *ctx, struct ts_req *req)
 {
 	struct ts_srv *srv = ctx;
-	struct ts_error err = { 0 };
 	const char *id = ts_req_param(req, 0);
-	char shown[80];
-	int r;
+	struct ts_snap_job *j;
 
 	if (ts_control_auth(srv, req) < 0)
 		return;
-	r = ts_backend_snapshot_delete(srv->be, id, &err);
-	if (r < 0) {
-		if (r == -ENOENT || r == -EOPNOTSUPP) {
-			snprintf(shown, sizeof(shown), "%s", id);
-			ts_sanitize_text(shown);
-			ts_srv_reply_error(req, 404, "template `%s` not found", shown);
-		} else {
-			reply_err(req, &err);
-		}
+	if (strlen(id) >= sizeof(j->sb_id)) {
+		ts_srv_reply_error(req, 404, "template not found");
 		return;
 	}
-	ts_req_reply(req, 204, NULL, NULL, 0);
+	if (srv->snapshots_running >= TS_SNAPSHOTS_RUNNING_MAX) {
+		ts_srv_reply_error(req, 429, "%d snapshot jobs are running already; try later",
+				   TS_SNAPSHOTS_RUNNING_MAX);
+		return;
+	}
+	if (!(j = calloc(1, sizeof(*j)))) {
+		ts_srv_reply_error(req, 500, "out of memory");
+		return;
+	}
+	/* on its thread, as a copy is: the loop never waits for a sweep */
+	j->efd = -EBADF;
+	j->del = true;
+	snprintf(j->sb_id, sizeof(j->sb_id), "%s", id);
+	start(srv, req, j);
 }
 
 bool ts_snapshots_busy(const struct ts_srv *srv, const char *sb_id)
 {
 	for (const struct ts_snap_job *j = srv->snap_jobs; j; j = j->next)
-		if (!j->restore && !strcmp(j->sb_id, sb_id))
+		if (!j->restore && !j->del && !strcmp(j->sb_id, sb_id))
 			return true;
 	return false;
 }
