@@ -118,8 +118,14 @@ void ts_control_reap(struct ts_srv *srv)
 		struct ts_srv_sb *e = NULL;
 		struct ts_error ignore = { 0 };
 		long long now = ts_realtime_ms();
-		int r = ts_srv_sandbox(srv, v[i].id, &e, &ignore);
+		int r;
 
+		/* paused by its snapshot's copy: a refresh now would record it as not running
+		 * (envd's 502) until the next round; the job refreshes it when the copy ends,
+		 * and a deadline passed meanwhile is for a later round */
+		if (ts_snapshots_busy(srv, v[i].id))
+			continue;
+		r = ts_srv_sandbox(srv, v[i].id, &e, &ignore);
 		if (r == 0)
 			r = ts_srv_refresh(srv, e, &ignore);
 		if (r == -ENOENT) {
@@ -128,10 +134,6 @@ void ts_control_reap(struct ts_srv *srv)
 			continue;
 		}
 		if (r < 0)
-			continue;
-		/* past its deadline during a snapshot: killed or paused at a later round, once
-		 * the copy (bounded) has resumed it */
-		if (ts_snapshots_busy(srv, e->id))
 			continue;
 		if (ts_control_expired(e, now))
 			ts_control_kill(srv, e, &ignore);

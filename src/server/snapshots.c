@@ -206,6 +206,15 @@ static void on_done(void *userdata, short revents)
 	(void)revents;
 	(void)!read(j->efd, &v, sizeof(v));
 	pthread_join(j->thread, NULL);
+	if (!j->restore && !j->del) {
+		/* the source was paused for the copy and is resumed: an entry refreshed
+		 * meanwhile says otherwise (envd would answer 502) */
+		struct ts_srv_sb *e;
+		struct ts_error ignore;
+
+		if (ts_srv_sandbox(j->srv, j->sb_id, &e, &ignore) == 0)
+			ts_srv_refresh(j->srv, e, &ignore);
+	}
 	/* j goes below: the request must not name it */
 	ts_req_defer_forget(j->req);
 	if (j->del && (j->r == -ENOENT || j->r == -EOPNOTSUPP)) {
