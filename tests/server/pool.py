@@ -353,12 +353,12 @@ try:
     r = sh(g, "echo v=${POOLTEST-unset} h=$HOME")
     t(st == 201 and g in m2 and "v=unset h=/home/user" in r.stdout,
       f"the next member has none of them ({g} in {m2}: {r.stdout.strip()})")
-    # the control protocol's v4 (ctl.h): HELLO's versions, SETENV all or nothing
+    # the control protocol (ctl.h, v3 to v5): HELLO's versions, SETENV (v4) all or nothing
     HELLO, ERROR, OK, SETENV, T_VERSION, T_ENV, T_CODE, T_VMAX = 1, 3, 2, 26, 1, 4, 10, 40
     try:
         a3 = ctl_call(g, [(HELLO, [(T_VERSION, 3)])])
         a4 = ctl_call(g, [(HELLO, [(T_VERSION, 3), (T_VMAX, 4)])])
-        a9 = ctl_call(g, [(HELLO, [(T_VERSION, 5), (T_VMAX, 9)])])
+        a9 = ctl_call(g, [(HELLO, [(T_VERSION, 6), (T_VMAX, 9)])])
         a2 = ctl_call(g, [(HELLO, [(T_VERSION, 2)])])
         se = ctl_call(g, [(HELLO, [(T_VERSION, 3), (T_VMAX, 4)]),
                           (SETENV, [(T_ENV, "CTLOK=x"), (T_ENV, "1BAD=y")]),
@@ -370,7 +370,7 @@ try:
     t(a4 and a4[0][0] == HELLO and a4[0][1].get(T_VERSION) == 4,
       f"... and a client of versions 3 to 4 with 4 ({a4})")
     t(a9 and a9[0][0] == ERROR and a2 and a2[0][0] == ERROR,
-      f"... and refuses versions 5-9 and 2 ({a9}, {a2})")
+      f"... and refuses versions 6-9 (v5 is the newest) and 2 ({a9}, {a2})")
     t(len(se) == 3 and se[1][0] == ERROR and se[1][1].get(T_CODE) == 22 and se[2][0] == ERROR,
       f"SETENV with a bad entry (a bad name, no `=`) is ERROR EINVAL ({se})")
     r = sh(g, "echo c=${CTLOK-unset}")
