@@ -50,7 +50,8 @@ struct ts_server {
 	unsigned long long last_activity; /* CLOCK_MONOTONIC ms */
 	bool shutting_down;
 	bool paused;	  /* PAUSE: every other process of the sandbox is stopped */
-	int pause_holder; /* PAUSE_HOLD: the connection whose pause it is (-1: none) */
+	int pause_holder; /* PAUSE_HOLD, HOLD: the connection holding the pause (-1: none) */
+	bool hold_keeps;  /* HOLD: the pause was made before the hold and outlasts it */
 	/* CLOCK_MONOTONIC ms until which the listening socket is left alone (0: listen).
 	 * accept() failing for want of fds or memory leaves the connection queued, so the
 	 * socket stays readable: polling it at once again would spin. */
@@ -101,8 +102,9 @@ static void close_conn(struct ts_server *s, int ci)
 	/* a held pause goes with its connection (a snapshot killed while it copied) */
 	if (s->pause_holder == ci) {
 		s->pause_holder = -1;
-		if (s->paused && (kill(-1, SIGCONT) == 0 || errno == ESRCH))
+		if (!s->hold_keeps && s->paused && (kill(-1, SIGCONT) == 0 || errno == ESRCH))
 			s->paused = false;
+		s->hold_keeps = false;
 	}
 }
 
@@ -365,8 +367,10 @@ static void pause_resume(struct ts_server *s, int ci, struct ts_ctl_msg *req, bo
 
 	if (!pause && s->paused && s->pause_holder >= 0 && s->pause_holder != ci) {
 		reply_error(s, ci, req->id, EBUSY,
-			    "the sandbox is paused by a snapshot being taken: it resumes when the "
-			    "copy is done");
+			    s->hold_keeps ? "the sandbox's pause is held by a snapshot being "
+					    "taken: it can be resumed when the copy is done"
+					  : "the sandbox is paused by a snapshot being taken: it "
+					    "resumes when the copy is done");
 		return;
 	}
 	if (s->paused == pause) {
@@ -385,9 +389,32 @@ static void pause_resume(struct ts_server *s, int ci, struct ts_ctl_msg *req, bo
 	}
 	s->paused = pause;
 	s->pause_holder = pause && hold ? ci : -1;
+	s->hold_keeps = false;
 	if (pause)
 		settle_stopped();
 	ts_ctl_msg_init(&m, TS_CTL_OK, req->id);
+	conn_emit(s, ci, &m);
+	ts_ctl_msg_free(&m);
+}
+
+/* HOLD (ctl.h): the pause made before belongs to ci until its connection closes. */
+static void hold_pause(struct ts_server *s, int ci, uint32_t id)
+{
+	struct ts_ctl_msg m = { 0 };
+
+	if (!s->paused) {
+		reply_error(s, ci, id, EINVAL, "the sandbox is not paused");
+		return;
+	}
+	if (s->pause_holder >= 0 && s->pause_holder != ci) {
+		reply_error(s, ci, id, EBUSY, "the sandbox's pause is held by another client");
+		return;
+	}
+	if (s->pause_holder != ci) {
+		s->pause_holder = ci;
+		s->hold_keeps = true;
+	}
+	ts_ctl_msg_init(&m, TS_CTL_OK, id);
 	conn_emit(s, ci, &m);
 	ts_ctl_msg_free(&m);
 }
@@ -512,6 +539,9 @@ static void handle(struct ts_server *s, int ci, struct ts_ctl_msg *req)
 	case TS_CTL_RESUME:
 		pause_resume(s, ci, req, req->type != TS_CTL_RESUME,
 			     req->type == TS_CTL_PAUSE_HOLD);
+		break;
+	case TS_CTL_HOLD:
+		hold_pause(s, ci, req->id);
 		break;
 	case TS_CTL_ATTACH:
 	case TS_CTL_INPUT:

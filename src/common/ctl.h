@@ -61,6 +61,7 @@ enum ts_ctl_type {
 	TS_CTL_SETENV, /* c->s {ENV...}: sandbox-wide variables from now on; OK (below) */
 	/* v5 */
 	TS_CTL_PAUSE_HOLD, /* c->s: PAUSE held by this connection (below); OK, ERROR EALREADY */
+	TS_CTL_HOLD,	   /* c->s: hold a PAUSE made before (below); OK, ERROR EINVAL, EBUSY */
 	TS_CTL_TYPE_MAX,
 };
 
@@ -148,6 +149,14 @@ enum ts_ctl_tag {
  * be thawed under it); the holder's RESUME ends it, and so does the holder's connection
  * closing (a killed snapshot), which resumes the sandbox. A v4 init does not know it: a
  * client speaks it only where HELLO answered 5, and pauses with PAUSE otherwise.
+ *
+ * HOLD (a snapshot of a sandbox its user paused, where PAUSE_HOLD said EALREADY): the
+ * pause made before becomes held by this connection, as PAUSE_HOLD's is (another's RESUME
+ * is ERROR EBUSY), but it was not the holder's to make: when the connection closes the
+ * hold ends and the sandbox stays paused. ERROR EINVAL when it is not paused (resumed in
+ * between: pause it again), EBUSY when another connection holds it. An init from before
+ * HOLD answers ERROR EOPNOTSUPP, as to any type it does not know: the copy then goes on
+ * without a hold.
  */
 #define TS_CTL_PAUSE_SETTLE_MS 2000
 #define TS_SPAWN_PTY (1U << 0)	  /* a pty of COLS x ROWS (default 80 x 24) */

@@ -164,23 +164,46 @@ int ts_snapshot_get(struct ts_store *st, const char *ref, struct ts_snapshot *re
  * Pause the sandbox for the copy. Where its init speaks v5 the pause is held by a
  * connection kept in *hold (ctl.h, PAUSE_HOLD): no other client's RESUME thaws it under
  * the copy, and it ends with the connection if this process dies. An older init gets a
- * PAUSE on a connection of its own (*hold NULL). -EALREADY when it is paused already.
+ * PAUSE on a connection of its own (*hold NULL). -EALREADY when it is paused already (by
+ * its user): then *hold holds that pause (ctl.h, HOLD) where init knows HOLD, and the
+ * sandbox stays paused when *hold is closed; the copy must not resume it.
  */
 static int pause_for_copy(const struct ts_sandbox_rec *rec, struct ts_ctl_client **hold,
 			  struct ts_error *err)
 {
-	_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
-	_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
-	int r = ts_ctl_client_connect(rec->dir, rec->id, PAUSE_ANSWER_MS, &c, err);
-
 	*hold = NULL;
-	if (r < 0)
-		return r;
-	ts_ctl_msg_init(&m, c->version >= 5 ? TS_CTL_PAUSE_HOLD : TS_CTL_PAUSE, 0);
-	r = ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
-	if (r >= 0 && c->version >= 5)
-		*hold = TAKE_PTR(c);
-	return r;
+	/* a user's RESUME between the EALREADY and the HOLD: pause it again, a few times */
+	for (int tries = 0;; tries++) {
+		_cleanup_(ts_ctl_client_freep) struct ts_ctl_client *c = NULL;
+		_cleanup_(ts_ctl_msg_freep) struct ts_ctl_msg m = { 0 }, reply = { 0 };
+		int r = ts_ctl_client_connect(rec->dir, rec->id, PAUSE_ANSWER_MS, &c, err);
+
+		if (r < 0)
+			return r;
+		ts_ctl_msg_init(&m, c->version >= 5 ? TS_CTL_PAUSE_HOLD : TS_CTL_PAUSE, 0);
+		r = ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+		if (r != -EALREADY || c->version < 5) {
+			if (r >= 0 && c->version >= 5)
+				*hold = TAKE_PTR(c);
+			return r;
+		}
+		ts_ctl_msg_free(&m);
+		ts_ctl_msg_free(&reply);
+		ts_err_clear(err);
+		ts_ctl_msg_init(&m, TS_CTL_HOLD, 0);
+		r = ts_ctl_client_call(c, &m, TS_CTL_OK, &reply, err);
+		if (r >= 0) {
+			*hold = TAKE_PTR(c);
+			return -EALREADY;
+		}
+		if (r == -EOPNOTSUPP) { /* an init from before HOLD: no hold */
+			ts_err_clear(err);
+			return -EALREADY;
+		}
+		if (r != -EINVAL || tries == 2)
+			return r;
+		ts_err_clear(err);
+	}
 }
 
 /* RESUME on the holding connection (ctl.h, PAUSE_HOLD). */
@@ -508,7 +531,8 @@ int ts_snapshot_create(struct ts_store *st, const struct ts_paths *paths,
 	if (ts_sandbox_running(rec)) {
 		r = pause_for_copy(rec, &hold, err);
 		if (r == -EALREADY) {
-			ts_err_clear(err); /* paused by its user: stays so */
+			/* paused by its user: stays so (hold, if any, keeps it so meanwhile) */
+			ts_err_clear(err);
 		} else if (r < 0) {
 			ts_err_prefix(err, r, "pause `%s` for the snapshot", rec->id);
 			goto fail;

@@ -6,8 +6,8 @@
 # `snapshot rm` meanwhile removes the half snapshot; a snapshot killed while copying
 # leaves its temporary directory, which the next `snapshot rm` or snapshot removes, and
 # its sandbox running (the pause was its connection's: PAUSE_HOLD), while a resume by
-# another client during a copy is refused (EBUSY, serve's 409). A
-# user's name starting with `snap-` (the generated ids' prefix) is refused. A sparse file
+# another client during a copy is refused (EBUSY, serve's 409), also of a sandbox its
+# user paused before, which stays paused after the copy (HOLD). A user's name starting with `snap-` (the generated ids' prefix) is refused. A sparse file
 # stays sparse in the snapshot and in a sandbox restored from it; a restore is bounded by
 # the snapshot's size, and one meeting a file the caller cannot read retries through
 # the helper where there are subordinate ids. serve answers 409 to a kill, pause, resume and /v1 delete of a
@@ -200,6 +200,28 @@ tap_is "$st $(compgen -G "$root/snapshots/$(cat "$tmp/cli.out")/workspace/many" 
 tap_diag_file "$tmp/cli.err"
 ts exec "$src" -- true
 tap_result $? "the source runs after it (resumed by the snapshot)"
+# a sandbox its user paused: the snapshot holds that pause (ctl.h, HOLD), so a resume
+# meanwhile is refused, and the sandbox is still paused after the copy
+p=$(api -X POST -d '{}' "http://$control/sandboxes/$src/pause")
+[[ $p == *' 204' ]]
+tap_result $? "serve: the source is paused by its user ($p)"
+"$cli" snapshot "$src" >"$tmp/cli2.out" 2>"$tmp/cli2.err" &
+c=$!
+copying
+tap_result $? "control: a snapshot by the CLI of the paused sandbox is copying"
+r=$(api -X POST -d '{}' "http://$control/sandboxes/$src/resume")
+wait $c
+st=$?
+[[ $r == *'held by a snapshot'*' 409' ]]
+tap_result $? "serve: resuming a paused sandbox while a snapshot holds its pause is a 409 ($r)"
+tap_is "$st $(compgen -G "$root/snapshots/$(cat "$tmp/cli2.out")/workspace/many" | wc -l)" "0 1" "the snapshot of the paused sandbox completes"
+tap_diag_file "$tmp/cli2.err"
+i=$(api "http://$control/sandboxes/$src")
+[[ $i == *'"state":"paused"'*' 200' ]]
+tap_result $? "the sandbox is still paused after the snapshot (the pause was its user's) ($(head -c 200 <<<"$i"))"
+r=$(api -X POST -d '{}' "http://$control/sandboxes/$src/resume")
+[[ $r == *' 20'[01]* ]] && ts exec "$src" -- true
+tap_result $? "its user's resume after the copy works ($r)"
 api -X POST -d '{}' "http://$control/sandboxes/$src/snapshots" >"$tmp/snap.out" 2>&1 &
 c=$!
 copying
