@@ -127,6 +127,14 @@ static void *snap_main(void *arg)
 			ts_sb_create(j->b, &o, &j->made[j->n_made], &j->made_err[j->n_made]);
 		j->n_made++;
 	}
+	if (j->fork && j->info.id[0]) {
+		struct ts_error ignore;
+
+		/* the fork's snapshot is internal: its record goes, its files stay while the
+		 * forks use them (snapshot.h). Here, not on the loop: the delete waits for the
+		 * snapshot store's lock, which another job's copy may hold for long. */
+		ts_backend_snapshot_delete(j->b, j->info.id, &ignore);
+	}
 	(void)!write(j->efd, &one, sizeof(one));
 	return NULL;
 }
@@ -240,13 +248,8 @@ static void on_done(void *userdata, short revents)
 	} else if (!j->fork) {
 		ts_req_reply_json(j->req, 201, snap_json(&j->info));
 	} else {
-		struct ts_error ignore;
-		json_t *out = fork_records(j);
-
-		/* the fork's snapshot is internal: its record goes, its files stay while the
-		 * forks use them (snapshot.h) */
-		ts_backend_snapshot_delete(j->srv->be, j->info.id, &ignore);
-		ts_req_reply_json(j->req, 200, out);
+		/* the fork's internal snapshot was deleted by the job (snap_main) */
+		ts_req_reply_json(j->req, 200, fork_records(j));
 	}
 	job_free(j);
 }
