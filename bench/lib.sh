@@ -19,7 +19,7 @@ build_rev() {
 	chmod -R a+rX "$dir/src"
 }
 
-# snapshot_build TOREN DIR: copy the three binaries next to TOREN into DIR/bin (with an
+# snapshot_build TOREN DIR: copy the binaries next to TOREN into DIR/bin (with an
 # empty build.ninja, so the source tree's policy/ stays in use) and print the new path.
 # A rebuild during the run then cannot change the binaries under test.
 snapshot_build() {
@@ -31,6 +31,10 @@ snapshot_build() {
 	fi
 	mkdir -p "$dir/bin"
 	cp "$bd"/toren-sandbox "$bd"/toren-sandbox-helper "$bd"/toren-sandbox-init "$dir/bin/"
+	# what a template with sudo or a network proxy needs, where the build has it
+	for b in toren-sandbox-sudo toren-sandbox-proxy; do
+		[ ! -e "$bd/$b" ] || cp "$bd/$b" "$dir/bin/"
+	done
 	: >"$dir/bin/build.ninja"
 	chmod -R a+rX "$dir/bin"
 	echo "$dir/bin/toren-sandbox"
