@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -124,6 +126,18 @@ static void child_main(int sock, bool setuid_mode, struct ts_tree_args *a)
 	 * which is every file the sandbox made; nothing outside the maps is reachable */
 	if (ts_proc_set_ids(0, 0, &res.err) < 0)
 		goto out;
+	/* the change of ids cleared the parent-death signal: again, then make sure the helper
+	 * did not die in between (its end of sock closes with it) */
+	{
+		struct pollfd p = { .fd = sock, .events = POLLRDHUP };
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+			ts_err_errno(&res.err, -errno, "set parent-death signal");
+			goto out;
+		}
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			_exit(TS_HELPER_EXIT_SETUP);
+	}
 	if (prctl(PR_SET_DUMPABLE, 0) < 0) {
 		ts_err_errno(&res.err, -errno, "make the copier non-dumpable");
 		goto out;
@@ -151,6 +165,14 @@ static int fail(const struct ts_error *err)
 
 	fprintf(stderr, "toren-sandbox-helper: %s\n", err->msg);
 	return code;
+}
+
+/* The caller reads our stdout (idcopy.c): once it is gone, the pipe has no reader. */
+static bool caller_gone(void)
+{
+	struct pollfd p = { .fd = STDOUT_FILENO };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP));
 }
 
 int ts_copytree_main(int argc, char **argv)
@@ -204,6 +226,15 @@ int ts_copytree_main(int argc, char **argv)
 		child_main(sp[1], setuid_mode, &a);
 	}
 	close(sp[1]);
+	/* die with the caller (the copier dies with us): a snapshot killed while copying must
+	 * not go on writing into a directory it no longer holds locked. Set after the last
+	 * change of our ids, which clears it; a caller gone before that closed our stdout. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || caller_gone()) {
+		kill(child, SIGKILL);
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+		return TS_HELPER_EXIT_SETUP;
+	}
 	r = setuid_mode ? ts_sync_wait_ready(sp[0], &err) : 0;
 	if (r >= 0)
 		r = ts_idmap_apply(child, &ctx, &err);

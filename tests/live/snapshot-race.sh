@@ -119,6 +119,48 @@ for _ in $(seq 40); do
 	sleep 0.1
 done
 tap_result $running "the sandbox of a snapshot killed while copying runs again (its pause went with the connection)"
+# where the copy goes through the helper (a sandbox with a root on subordinate ids): it
+# and its copier die with a killed snapshot instead of writing on into a directory
+# nobody holds locked
+hp= subtmp=
+if sub=$(create --user root 2>"$tmp/sub.err") &&
+	ts exec --user user "$sub" -- python3 -c "
+import os
+os.makedirs('/home/user/many')
+for i in range(20000):
+    open('/home/user/many/f%d' % i, 'w').close()" 2>"$tmp/sub.err"; then
+	before=$(compgen -G "$root/snapshots/.tmp-snap-*" | tr '\n' ' ')
+	"$cli" snapshot "$sub" >/dev/null 2>&1 &
+	k=$!
+	# its own temporary directory (an earlier killed one's may be there), its workspace's
+	# copy begun, and the helper that copies it
+	for _ in $(seq 2000); do
+		for d in "$root"/snapshots/.tmp-snap-*; do
+			[[ " $before " == *" $d "* ]] || [ ! -d "$d/workspace/many" ] || subtmp=$d
+		done
+		hp=$(pgrep -P $k | tr '\n' ' ')
+		[ -n "$hp" ] && [ -n "${subtmp:-}" ] && break
+		hp=
+		kill -0 $k 2>/dev/null || break
+		sleep 0.005
+	done
+	kill -9 $k 2>/dev/null
+	wait $k 2>/dev/null
+fi
+if [ -z "$hp" ]; then
+	tap_skip "no helper copies a sandbox's workspace in mode ${TS_MODE:-?} (a root on subordinate ids only: $(head -c 120 "$tmp/sub.err"))"
+else
+	gone=1
+	for _ in $(seq 100); do
+		# shellcheck disable=SC2086 # a list of pids
+		kill -0 $hp 2>/dev/null || { gone=0; break; }
+		sleep 0.05
+	done
+	copied=$(find "$subtmp/workspace/many" -type f 2>/dev/null | wc -l)
+	tap_result $gone "control: the helper copying for a killed snapshot dies with it (pids $hp)"
+	[ "$copied" -lt 20000 ]
+	tap_result $? "control: and stops copying: $copied of the 20000 files are in its directory"
+fi
 s2=$(ts snapshot --name "killed-$$" "$src" 2>"$tmp/err")
 tap_result $? "the next snapshot, of the name the killed one claimed ($s2)"
 tap_diag_file "$tmp/err"
