@@ -696,6 +696,7 @@ struct import {
 	int work_fd;
 	int held[TS_OCI_MAX_LAYERS];
 	size_t n_streamed;
+	struct stream_slot *slots; /* STREAM_SLOTS of them */
 };
 
 /* flock(fd, op: LOCK_EX or LOCK_SH); with cancel, polled so that a cancelled pull does not
@@ -1186,65 +1187,200 @@ static int relock(struct import *im, struct ts_error *err)
 	return 0;
 }
 
-/* The layer i of the manifest (descriptor l, diff_id diff), key its key, the store lacks:
- * downloaded by a thread (oci-stream.h) into its unpacking, in the pull's work directory;
- * pending when its blob, its size and its diff_id are the ones named. 0 or -errno. */
-static int stream_one(struct import *im, size_t i, json_t *l, json_t *diff, const char *key,
-		      struct ts_error *err)
-{
-	const char *lhex = digest_hex(json_string_value(json_object_get(l, "digest")));
-	const char *want = digest_hex(json_string_value(diff));
-	long long size = json_integer_value(json_object_get(l, "size"));
-	struct ts_blob_stream *bs = NULL;
-	struct ts_error uerr = { 0 }, derr = { 0 };
-	char got_blob[65], got_diff[65];
-	uint64_t n = 0;
-	int ur, dr;
+#define STREAM_SLOTS 2 /* layers downloaded and unpacked at once: 2 CPUs busy */
 
-	if (!json_is_integer(json_object_get(l, "size")) || size < 0)
+/* One layer in flight: its download (a registry handle of the slot's) and its unpacking,
+ * in a thread of its own; the opaque directories are made by the pull's thread once the
+ * layers below are unpacked (stream_finish). */
+struct stream_slot {
+	struct import *im;
+	struct ts_registry *reg; /* the slot's, progress told to the slot */
+	bool busy;
+	pthread_t thread;
+	/* the layer: set before the thread starts */
+	size_t i;
+	const char *hex;
+	long long size;
+	char key[65];
+	int dfd; /* its directory in the work directory */
+	/* the thread's, read after pthread_join */
+	uint64_t now; /* bytes downloaded (under im->cb_mu) */
+	int ur, dr;
+	struct ts_error uerr, derr;
+	char got_blob[65], got_diff[65];
+	uint64_t got;
+	struct ts_layer_opaque opaque;
+};
+
+/* The pull's bytes: the layers finished (blob_base) and those in flight. Under cb_mu. */
+static void sum_bytes(struct import *im)
+{
+	im->prog.bytes_done = im->blob_base;
+	for (size_t k = 0; k < STREAM_SLOTS; k++)
+		if (im->slots[k].busy)
+			im->prog.bytes_done += im->slots[k].now;
+}
+
+/* The bytes of a slot's download so far. Called by the slots' download threads. */
+static void slot_bytes(void *userdata, uint64_t bytes)
+{
+	struct stream_slot *sl = userdata;
+	struct import *im = sl->im;
+
+	pthread_mutex_lock(&im->cb_mu);
+	sl->now = bytes;
+	sum_bytes(im);
+	im->prog.phase = TS_OCI_PHASE_DOWNLOAD;
+	if (im->progress)
+		im->progress(im->userdata, &im->prog);
+	pthread_mutex_unlock(&im->cb_mu);
+}
+
+static void *slot_main(void *data)
+{
+	struct stream_slot *sl = data;
+	struct import *im = sl->im;
+	struct ts_layer_stats st;
+	struct ts_layer_opts o = { .whiteouts = true,
+				   .max_bytes = im->max_bytes,
+				   .warn = im_warn,
+				   .userdata = im,
+				   .diff_id = sl->got_diff,
+				   .defer = &sl->opaque };
+	struct ts_blob_stream *bs = NULL;
+
+	/* a blob is as long as its descriptor says: never more is taken in */
+	sl->dr = ts_blob_stream_start(sl->reg, sl->hex, (uint64_t)sl->size, &bs, &sl->derr);
+	if (sl->dr < 0)
+		return NULL;
+	sl->ur = ts_layer_unpack(ts_blob_stream_fd(bs), sl->dfd, &o, &st, &sl->uerr);
+	sl->dr = ts_blob_stream_end(bs, sl->got_blob, &sl->got, &sl->derr);
+	return NULL;
+}
+
+/* Start the layer i (descriptor l, key) the store lacks in the free slot sl: its directory
+ * made in the work directory, its thread started. 0 or -errno. */
+static int stream_start(struct import *im, struct stream_slot *sl, size_t i, json_t *l,
+			const char *key, struct ts_error *err)
+{
+	char p[160];
+	sigset_t all, old;
+	int r;
+
+	sl->hex = digest_hex(json_string_value(json_object_get(l, "digest")));
+	sl->size = json_integer_value(json_object_get(l, "size"));
+	if (!json_is_integer(json_object_get(l, "size")) || sl->size < 0)
 		return ts_err(err, -EBADMSG, "`%s`: layer %zu has no size; refusing the image",
 			      im->src.shown, i);
-	im->blob_base = im->prog.bytes_done;
-	im->in_layer = true;
-	tell(im, TS_OCI_PHASE_DOWNLOAD);
-	/* a blob is as long as its descriptor says: never more is taken in */
-	dr = ts_blob_stream_start(im->src.reg, lhex, (uint64_t)size, &bs, err);
-	if (dr < 0) {
-		im->in_layer = false;
-		return dr;
+	if (!sl->reg && (r = ts_reg_clone(im->src.reg, slot_bytes, sl, &sl->reg, err)) < 0)
+		return r;
+	sl->i = i;
+	snprintf(sl->key, sizeof(sl->key), "%s", key);
+	sl->now = 0;
+	sl->ur = sl->dr = 0;
+	memset(&sl->opaque, 0, sizeof(sl->opaque));
+	pending_path(im, key, p, sizeof(p));
+	ts_rm_rf_at(im->s->fd, p);
+	if (mkdirat(im->s->fd, p, 0755) < 0)
+		return ts_err_errno(err, -errno, "create `%s/%s`", im->s->dir, p);
+	sl->dfd = openat(im->s->fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sl->dfd < 0)
+		return ts_err_errno(err, -errno, "open `%s/%s`", im->s->dir, p);
+	/* signals stay on the caller's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(&sl->thread, NULL, slot_main, sl);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		close(sl->dfd);
+		return ts_err_errno(err, -r, "start a layer's thread");
 	}
-	ur = unpack_layer(im, ts_blob_stream_fd(bs), key, want, got_diff, &uerr);
-	dr = ts_blob_stream_end(bs, got_blob, &n, &derr);
-	im->in_layer = false;
+	pthread_mutex_lock(&im->cb_mu);
+	sl->busy = true;
+	pthread_mutex_unlock(&im->cb_mu);
+	return 0;
+}
+
+/* Wait for the slot's layer; with err (the pull goes on), check it and make its opaque
+ * directories over the layers below (im->layers, all unpacked), then it is pending. The
+ * directory of a layer that is not used is removed. 0 or -errno. */
+static int stream_finish(struct import *im, struct stream_slot *sl, json_t *diff,
+			 struct ts_error *err)
+{
+	const char *want = digest_hex(json_string_value(diff));
+	char p[160];
+	int r;
+
+	pthread_join(sl->thread, NULL);
+	pthread_mutex_lock(&im->cb_mu);
+	sl->busy = false;
+	if (sl->dr == 0)
+		im->blob_base += (uint64_t)sl->size;
+	sum_bytes(im);
+	pthread_mutex_unlock(&im->cb_mu);
+	pending_path(im, sl->key, p, sizeof(p));
 	/* The download's verdict first: a blob that is not the one asked for explains whatever
 	 * its unpacking said, and nothing unpacked from it is kept. */
-	if (dr < 0 || (dr = verify(&im->src, "blob", lhex, size, got_blob, n, &derr)) < 0) {
-		if (ur == 0)
-			drop_pending(im, key);
-		if (dr == -EFBIG)
-			return ts_err(err, dr,
-				      "sha256:%s from `%s` is longer than the %lld bytes its "
-				      "descriptor says: it does not match its digest; refusing the "
-				      "image",
-				      lhex, im->src.shown, size);
-		if (err)
-			*err = derr;
-		return dr;
+	if (sl->dr == 0)
+		sl->dr = verify(&im->src, "blob", sl->hex, sl->size, sl->got_blob, sl->got,
+				&sl->derr);
+	if (!err)
+		r = -ECANCELED;
+	else if (sl->dr == -EFBIG)
+		r = ts_err(err, sl->dr,
+			   "sha256:%s from `%s` is longer than the %lld bytes its descriptor says: "
+			   "it does not match its digest; refusing the image",
+			   sl->hex, im->src.shown, sl->size);
+	else if (sl->dr < 0)
+		r = (*err = sl->derr, sl->dr);
+	else if (sl->ur < 0)
+		r = (*err = sl->uerr, ts_err_prefix(err, sl->ur, "layer sha256:%s", sl->key));
+	else if (!want || strcmp(sl->got_diff, want) != 0)
+		r = ts_err(err, -EBADMSG,
+			   "`%s`: layer sha256:%s decompresses to sha256:%s, its config's diff_id "
+			   "says %s; refusing the image",
+			   im->src.shown, sl->hex, sl->got_diff,
+			   json_string_value(diff) ?: "nothing");
+	else
+		r = 0;
+	if (r == 0 && sl->opaque.n) {
+		int lower_fds[TS_OCI_MAX_LAYERS];
+		size_t n_lowers = 0, i;
+		struct ts_layer_stats st = { 0 };
+		struct ts_layer_opts o = { .whiteouts = true, .warn = im_warn, .userdata = im };
+		json_t *l;
+
+		json_array_foreach(im->layers, i, l) {
+			char lp[160];
+
+			layer_path(im, json_string_value(json_object_get(l, "key")), lp,
+				   sizeof(lp));
+			lower_fds[n_lowers] = openat(
+				im->s->fd, lp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (lower_fds[n_lowers] >= 0)
+				n_lowers++;
+		}
+		o.lower_fds = lower_fds;
+		o.n_lowers = n_lowers;
+		r = ts_layer_opaque_apply(sl->dfd, &sl->opaque, &o, &st, err);
+		if (r < 0)
+			ts_err_prefix(err, r, "layer sha256:%s", sl->key);
+		for (i = 0; i < n_lowers; i++)
+			close(lower_fds[i]);
 	}
-	im->prog.bytes_done = im->blob_base + (uint64_t)size;
-	if (ur == 1)
-		return ts_err(err, -EBADMSG,
-			      "`%s`: layer sha256:%s decompresses to sha256:%s, its config's "
-			      "diff_id says %s; refusing the image",
-			      im->src.shown, lhex, got_diff, json_string_value(diff) ?: "nothing");
-	if (ur < 0) {
-		if (err)
-			*err = uerr;
-		return ur;
+	ts_layer_opaque_free(&sl->opaque);
+	close(sl->dfd);
+	sl->dfd = -EBADF;
+	if (r < 0) {
+		ts_rm_rf_at(im->s->fd, p);
+		return r;
 	}
-	ur = note_diff_id(im, key, got_diff, err);
-	if (ur < 0)
-		return ur;
+	/* renamed into place by finish_layers, after the syncfs */
+	snprintf(im->pending[im->n_pending].key, sizeof(im->pending[0].key), "%s", sl->key);
+	im->pending[im->n_pending++].diff[0] = '\0';
+	r = note_diff_id(im, sl->key, sl->got_diff, err);
+	if (r < 0)
+		return r;
 	im->prog.layers_done++;
 	tell(im, TS_OCI_PHASE_DOWNLOAD);
 	return 0;
@@ -1256,17 +1392,19 @@ static int stream_one(struct import *im, size_t i, json_t *l, json_t *diff, cons
  * sweeps under it exclusively, so nothing goes between a check and its flock), each layer
  * the store has, checked against its diff_id record, is flock'ed shared until the pull
  * ends (held[]): a sweep skips it (entry_busy) while the layers above use it for their
- * opaque directories. Then, bottom first, each layer the store lacks is streamed into
- * its unpacking (stream_one). The layers go into im->layers as they come (their keys, the
- * lower layers of unpack_layer); the caller takes the store's lock, starts im->layers
- * afresh and installs the first n_streamed (install_streamed). At a layer this cannot do
- * (one in the store without its record, or with another) it stops: the caller's pass
- * under the lock does the rest, as imports do.
+ * opaque directories. Then each layer the store lacks is streamed into its unpacking,
+ * STREAM_SLOTS at once (each with its own registry connection and threads), and finished
+ * bottom first (stream_finish: its opaque directories need the layers below whole). The
+ * layers go into im->layers as they are finished; the caller takes the store's lock,
+ * starts im->layers afresh and installs the first n_streamed (install_streamed). At a
+ * layer this cannot do (one in the store without its record, or with another) it stops:
+ * the caller's pass under the lock does the rest, as imports do.
  */
 static int stream_layers(struct import *im, json_t *ls, json_t *diffs, struct ts_error *err)
 {
-	char key[65], below[65] = "", had[80];
-	size_t i;
+	char keys[TS_OCI_MAX_LAYERS][65], had[80];
+	size_t i, n = 0, next = 0;
+	int slot_of[TS_OCI_MAX_LAYERS];
 	json_t *l;
 	int r = lock_op(im->s->lock, LOCK_SH, im->cancel);
 
@@ -1278,43 +1416,72 @@ static int stream_layers(struct import *im, json_t *ls, json_t *diffs, struct ts
 
 		if (!h)
 			break;
-		chain_key(i ? below : NULL, h, key);
-		snprintf(below, sizeof(below), "%s", key);
-		if (!layer_present(im, key))
+		chain_key(i ? keys[i - 1] : NULL, h, keys[i]);
+		n = i + 1;
+		slot_of[i] = -1;
+		if (!layer_present(im, keys[i]))
 			continue;
-		read_diff_id(im, key, had, sizeof(had));
-		if (!had[0] || strcmp(had, json_string_value(json_array_get(diffs, i)) ?: ""))
-			continue;
-		snprintf(p, sizeof(p), "layers/sha256/%s", key);
-		im->held[i] = openat(im->s->fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (im->held[i] >= 0 && flock(im->held[i], LOCK_SH | LOCK_NB) < 0) {
-			close(im->held[i]);
-			im->held[i] = -EBADF;
+		read_diff_id(im, keys[i], had, sizeof(had));
+		if (had[0] && !strcmp(had, json_string_value(json_array_get(diffs, i)) ?: "")) {
+			snprintf(p, sizeof(p), "layers/sha256/%s", keys[i]);
+			im->held[i] = openat(im->s->fd, p,
+					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (im->held[i] >= 0 && flock(im->held[i], LOCK_SH | LOCK_NB) < 0) {
+				close(im->held[i]);
+				im->held[i] = -EBADF;
+			}
+		}
+		if (im->held[i] < 0) {
+			n = i; /* the pass under the lock from here */
+			break;
 		}
 	}
 	flock(im->s->lock, LOCK_UN);
-	json_array_foreach(ls, i, l) {
-		const char *h = digest_hex(json_string_value(json_object_get(l, "digest")));
-
-		if (!h)
-			return ts_err(err, -EBADMSG, "`%s`: layer %zu has no sha256 digest",
-				      im->src.shown, i);
-		if ((r = layer_key(im, h, key, err)) < 0)
-			return r;
+	im->blob_base = im->prog.bytes_done;
+	im->in_layer = false;
+	if (!im->slots) {
+		im->slots = calloc(STREAM_SLOTS, sizeof(*im->slots));
+		if (!im->slots)
+			return ts_err(err, -ENOMEM, "out of memory");
+		for (size_t k = 0; k < STREAM_SLOTS; k++) {
+			im->slots[k].im = im;
+			im->slots[k].dfd = -EBADF;
+		}
+	}
+	for (i = 0; i < n && r == 0; i++) {
+		/* keep the slots busy with the layers above */
+		for (size_t k = 0; k < STREAM_SLOTS && r == 0; k++) {
+			while (next < n && im->held[next] >= 0)
+				next++;
+			if (next >= n || im->slots[k].busy)
+				continue;
+			if ((r = stream_start(im, &im->slots[k], next, json_array_get(ls, next),
+					      keys[next], err)) == 0)
+				slot_of[next++] = (int)k;
+		}
+		if (r < 0)
+			break;
 		if (im->held[i] >= 0) {
 			im->prog.layers_done++;
 			im->prog.layers_cached++;
 			tell(im, TS_OCI_PHASE_DOWNLOAD);
-		} else if (layer_present(im, key)) {
+		} else if ((r = stream_finish(im, &im->slots[slot_of[i]], json_array_get(diffs, i),
+					      err)) < 0) {
 			break;
-		} else if ((r = stream_one(im, i, l, json_array_get(diffs, i), key, err)) < 0) {
-			return r;
 		}
-		if ((r = push_layer(im, h, key, err)) < 0)
-			return r;
-		im->n_streamed = i + 1;
+		slot_of[i] = -1;
+		r = push_layer(im,
+			       digest_hex(json_string_value(
+				       json_object_get(json_array_get(ls, i), "digest"))),
+			       keys[i], err);
+		if (r == 0)
+			im->n_streamed = i + 1;
 	}
-	return 0;
+	/* a failure: the layers still in flight waited for, their directories removed */
+	for (size_t k = 0; k < STREAM_SLOTS; k++)
+		if (im->slots[k].busy)
+			stream_finish(im, &im->slots[k], NULL, NULL);
+	return r;
 }
 
 /* The layer i that stream_layers went through on top of im->layers, under the store's
@@ -1375,6 +1542,11 @@ static int work_dir(struct import *im, struct ts_error *err)
 /* A pull's end: what it unpacked and did not install removed, what it held let go. */
 static void pull_end(struct import *im)
 {
+	if (im->slots)
+		for (size_t k = 0; k < STREAM_SLOTS; k++)
+			ts_reg_free(im->slots[k].reg);
+	free(im->slots);
+	im->slots = NULL;
 	for (size_t i = 0; i < TS_OCI_MAX_LAYERS; i++)
 		if (im->held[i] >= 0) {
 			close(im->held[i]);
