@@ -12,8 +12,8 @@ yields this machine's architecture; a pull by digest, and a digest the registry'
 do not match; a corrupted blob refused with nothing left in use; a second pull fetches no
 layer; two concurrent pulls download each blob once; the bearer flow refuses without
 credentials and works with them; a pull killed mid-layer leaves no half layer (its work
-directory, unlocked, is swept by the next pull) and the
-next pull works; `run --image REF` pulls what the store lacks; `image ls` shows it; serve
+directory, unlocked, is swept by the next pull) and the next pull works; `run --image
+REF` pulls what the store lacks; `image ls` shows it; serve
 pulls an E2B templateID that is a reference off its loop, and SIGTERM while such a pull
 stalls ends serve at once with no half layer; the agent runner pulls its `sandbox.image`;
 while a pull streams a layer into its work directory, a prune and an import leave that
