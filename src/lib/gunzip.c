@@ -36,6 +36,8 @@ void ts_gunzip_free(struct ts_gunzip *g)
 }
 #else
 #include <isa-l/igzip_lib.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #define ISAL_SONAME "libisal.so.2"
 /* the compressed input read at a time: large enough that read(2) is a small part */
@@ -52,11 +54,33 @@ struct ts_gunzip {
 	struct inflate_state st;
 };
 
+/* The first two bytes of the stream socket fd, peeked (left for the reader): 2, or fewer
+ * when it ends before them. A peek returns what has come so far, never waiting for more,
+ * so one byte alone (curl's writes are larger: rare) is waited on a millisecond at a time
+ * until the second comes or the writer is gone (POLLRDHUP). */
+static ssize_t peek2(int fd, uint8_t *m)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+		ssize_t n = recv(fd, m, 2, MSG_PEEK);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != 1)
+			return n;
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return 1;
+		poll(NULL, 0, 1);
+	}
+}
+
 bool ts_gunzip_is_gzip(int fd)
 {
 	uint8_t m[2];
 	off_t at = lseek(fd, 0, SEEK_CUR);
 
+	if (at < 0 && errno == ESPIPE)
+		return peek2(fd, m) == 2 && m[0] == 0x1f && m[1] == 0x8b;
 	return at >= 0 && pread(fd, m, sizeof(m), at) == 2 && m[0] == 0x1f && m[1] == 0x8b;
 }
 

@@ -20,7 +20,7 @@
 struct ts_gunzip;
 
 /* Whether fd starts, at its current position (read with pread, the position untouched), as
- * gzip does. */
+ * gzip does; a stream socket (oci-stream.h) is peeked at, waiting for its first bytes. */
 bool ts_gunzip_is_gzip(int fd);
 
 /* A reader of the gzip stream fd from its current position. -ENOPKG (a message in err)

@@ -700,8 +700,13 @@ int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_
 	 * entry, or after the tar's end: the decompression's own words */
 	if (r == -EIO && feed.error)
 		r = feed_error(&feed, err);
-	if (r == 0)
+	if (r == 0 && lim.defer) {
+		lim.defer->paths = TAKE_PTR(u.opaque);
+		lim.defer->n = u.n_opaque;
+		u.n_opaque = 0;
+	} else if (r == 0) {
 		r = apply_opaque(&u, err);
+	}
 	if (r == 0 && lim.diff_id) {
 		uint8_t d[SHA256_DIGEST_SIZE];
 
@@ -724,6 +729,25 @@ out_free:
 		free(u.opaque[i]);
 	free(u.opaque);
 	return r;
+}
+
+int ts_layer_opaque_apply(int dirfd, const struct ts_layer_opaque *q, const struct ts_layer_opts *o,
+			  struct ts_layer_stats *st, struct ts_error *err)
+{
+	struct unpack u = {
+		.o = o, .st = st, .dirfd = dirfd, .opaque = q->paths, .n_opaque = q->n, .pfd = -EBADF
+	};
+
+	return apply_opaque(&u, err);
+}
+
+void ts_layer_opaque_free(struct ts_layer_opaque *q)
+{
+	for (size_t i = 0; i < q->n; i++)
+		free(q->paths[i]);
+	free(q->paths);
+	q->paths = NULL;
+	q->n = 0;
 }
 
 /* ts_layer_diff_id of a gzip layer through ISA-L; 1: not that way (open_gzip). */

@@ -43,10 +43,20 @@ struct ts_layer_opts {
 	 * included), max_bytes bounding that stream too. The caller checks it before it uses
 	 * the directory: one decompression instead of two. */
 	char *diff_id;
+	/* Not NULL: the layer's opaque directories are recorded here instead of made opaque
+	 * (lower_fds unused), for ts_layer_opaque_apply once the layers below are unpacked: a
+	 * layer can then be unpacked beside the one below it. */
+	struct ts_layer_opaque *defer;
 };
 
 struct ts_layer_stats {
 	uint64_t bytes, entries, skipped;
+};
+
+/* The opaque directories of a layer unpacked with o->defer: paths relative to it. */
+struct ts_layer_opaque {
+	char **paths;
+	size_t n;
 };
 
 /* Unpack the archive open as fd into the directory dirfd. 0 (entries may have been
@@ -59,3 +69,12 @@ int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_
  * diff_id. -EFBIG past max_bytes decompressed (0: 16 GiB). 0 or -errno.
  */
 int ts_layer_diff_id(int fd, uint64_t max_bytes, char *hex, struct ts_error *err);
+
+/* Make the opaque directories q of the layer dirfd (unpacked with o->defer) opaque over
+ * o->lower_fds, as ts_layer_unpack would have: a whiteout for every name below. Warnings
+ * to o->warn, counted in st->skipped. 0 or -errno. */
+int ts_layer_opaque_apply(int dirfd, const struct ts_layer_opaque *q, const struct ts_layer_opts *o,
+			  struct ts_layer_stats *st, struct ts_error *err);
+
+/* Free what q holds (q itself is the caller's). */
+void ts_layer_opaque_free(struct ts_layer_opaque *q);

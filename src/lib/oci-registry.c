@@ -479,22 +479,9 @@ static char *load_creds(const char *explicit, const char *registry)
 	return NULL;
 }
 
-int ts_reg_open(const struct ts_oci_ref *ref, const struct ts_reg_opts *o, struct ts_registry **ret,
-		struct ts_error *err)
+/* r's curl handle, set up, r into *ret; r freed on failure. 0 or -errno. */
+static int setup_handle(struct ts_registry *r, struct ts_registry **ret, struct ts_error *err)
 {
-	struct ts_registry *r = calloc(1, sizeof(*r));
-
-	if (!r)
-		return ts_err(err, -ENOMEM, "out of memory");
-	r->o = *o;
-	r->plain = ref->loopback || o->insecure;
-	r->loopback = ref->loopback;
-	r->creds_ok = !r->plain || ref->loopback;
-	snprintf(r->base, sizeof(r->base), "%s://%s/v2/%s", r->plain ? "http" : "https",
-		 ref->api_host, ref->path);
-	snprintf(r->shown, sizeof(r->shown), "%s/%s", ref->registry, ref->path);
-	snprintf(r->scope, sizeof(r->scope), "repository:%s:pull", ref->path);
-	r->basic = o->no_credentials ? NULL : load_creds(o->auth_file, ref->registry);
 	r->C = ts_curl_load(err);
 	if (!r->C) {
 		ts_reg_free(r);
@@ -519,6 +506,49 @@ int ts_reg_open(const struct ts_oci_ref *ref, const struct ts_reg_opts *o, struc
 	ts_curl_setopt(r->C, r->c, CURLOPT_TCP_KEEPALIVE, 1L);
 	*ret = r;
 	return 0;
+}
+
+int ts_reg_open(const struct ts_oci_ref *ref, const struct ts_reg_opts *o, struct ts_registry **ret,
+		struct ts_error *err)
+{
+	struct ts_registry *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return ts_err(err, -ENOMEM, "out of memory");
+	r->o = *o;
+	r->plain = ref->loopback || o->insecure;
+	r->loopback = ref->loopback;
+	r->creds_ok = !r->plain || ref->loopback;
+	snprintf(r->base, sizeof(r->base), "%s://%s/v2/%s", r->plain ? "http" : "https",
+		 ref->api_host, ref->path);
+	snprintf(r->shown, sizeof(r->shown), "%s/%s", ref->registry, ref->path);
+	snprintf(r->scope, sizeof(r->scope), "repository:%s:pull", ref->path);
+	r->basic = o->no_credentials ? NULL : load_creds(o->auth_file, ref->registry);
+	return setup_handle(r, ret, err);
+}
+
+int ts_reg_clone(struct ts_registry *from, void (*progress)(void *userdata, uint64_t bytes),
+		 void *userdata, struct ts_registry **ret, struct ts_error *err)
+{
+	struct ts_registry *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return ts_err(err, -ENOMEM, "out of memory");
+	r->o = from->o;
+	r->o.progress = progress;
+	r->o.userdata = userdata;
+	r->plain = from->plain;
+	r->loopback = from->loopback;
+	r->creds_ok = from->creds_ok;
+	memcpy(r->base, from->base, sizeof(r->base));
+	memcpy(r->shown, from->shown, sizeof(r->shown));
+	memcpy(r->scope, from->scope, sizeof(r->scope));
+	if ((from->basic && !(r->basic = strdup(from->basic))) ||
+	    (from->auth && !(r->auth = strdup(from->auth)))) {
+		ts_reg_free(r);
+		return ts_err(err, -ENOMEM, "out of memory");
+	}
+	return setup_handle(r, ret, err);
 }
 
 void ts_reg_free(struct ts_registry *r)

@@ -43,6 +43,12 @@ int ts_reg_open(const struct ts_oci_ref *ref, const struct ts_reg_opts *o, struc
 		struct ts_error *err);
 void ts_reg_free(struct ts_registry *r);
 
+/* A second client of from's repository (its own connection, for a download beside one of
+ * from's), with from's options and the credentials or token it has, the bytes of its
+ * blobs told to progress(userdata) instead. 0 or -errno. */
+int ts_reg_clone(struct ts_registry *from, void (*progress)(void *userdata, uint64_t bytes),
+		 void *userdata, struct ts_registry **ret, struct ts_error *err);
+
 /*
  * GET the manifest (or index) named by a tag or a `sha256:` digest: the body (malloc'ed,
  * NUL-terminated, at most TS_REG_MAX_MANIFEST) and its media type (the Content-Type, or

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <nettle/sha2.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "cleanup.h"
 #include "oci-layer.h"
 #include "oci-registry.h"
+#include "oci-stream.h"
 #include "paths.h"
 #include "snapshot.h"
 #include "store.h"
@@ -673,23 +675,36 @@ struct import {
 	uint64_t blob_base;	   /* prog.bytes_done before the layer in flight */
 	bool in_layer;		   /* a layer is being downloaded (not a manifest or config) */
 	bool relock;		   /* a pull: the store's lock is taken again only to unpack */
+	bool unlocked;		   /* a pull between letting the store's lock go and relock */
 	const atomic_bool *cancel; /* a pull's (NULL: never) */
-	/* Layers unpacked into tmp/layer-<key>-<pid> and checked, waiting for the one syncfs
-	 * (finish_layers) after which they are renamed into place: one wait for the disk per
-	 * import instead of one per layer, and a layer in layers/ is still complete after a
-	 * crash. diff: what diffids/<key> records once it is in place. */
+	/* The warn and progress callbacks are called under it: a pull's download thread tells
+	 * its bytes while the unpacking may warn, and the caller's callbacks (a progress bar
+	 * on the same terminal) need not be thread-safe. */
+	pthread_mutex_t cb_mu;
+	/* Layers unpacked into their tmp/ directory (pending_path) and checked, waiting for the
+	 * one syncfs (finish_layers) after which they are renamed into place: one wait for the
+	 * disk per import instead of one per layer, and a layer in layers/ is still complete
+	 * after a crash. diff: what diffids/<key> records once it is in place. */
 	struct {
 		char key[65], diff[72];
 	} pending[TS_OCI_MAX_LAYERS];
 	size_t n_pending;
+	/* A pull's work directory tmp/<work> (work_dir), where its layers are unpacked without
+	 * the store's lock, and the layers of the store it uses, flock'ed shared until it ends
+	 * (stream_layers); n_streamed: the layers stream_layers went through. */
+	char work[64];
+	int work_fd;
+	int held[TS_OCI_MAX_LAYERS];
+	size_t n_streamed;
+	struct stream_slot *slots; /* STREAM_SLOTS of them */
 };
 
-/* flock(fd, LOCK_EX); with cancel, polled so that a cancelled pull does not wait for
- * another process's to end: -ECANCELED. 0 or -errno. */
-static int lock_ex(int fd, const atomic_bool *cancel)
+/* flock(fd, op: LOCK_EX or LOCK_SH); with cancel, polled so that a cancelled pull does not
+ * wait for another process's to end: -ECANCELED. 0 or -errno. */
+static int lock_op(int fd, int op, const atomic_bool *cancel)
 {
 	for (;;) {
-		if (flock(fd, cancel ? LOCK_EX | LOCK_NB : LOCK_EX) == 0)
+		if (flock(fd, cancel ? op | LOCK_NB : op) == 0)
 			return 0;
 		if (errno != EINTR && errno != EWOULDBLOCK)
 			return -errno;
@@ -700,11 +715,39 @@ static int lock_ex(int fd, const atomic_bool *cancel)
 	}
 }
 
+static int lock_ex(int fd, const atomic_bool *cancel)
+{
+	return lock_op(fd, LOCK_EX, cancel);
+}
+
 static void tell(struct import *im, enum ts_oci_phase phase)
 {
+	pthread_mutex_lock(&im->cb_mu);
 	im->prog.phase = phase;
 	if (im->progress)
 		im->progress(im->userdata, &im->prog);
+	pthread_mutex_unlock(&im->cb_mu);
+}
+
+static void im_warn(void *userdata, const char *msg)
+{
+	struct import *im = userdata;
+
+	if (!im->warn)
+		return;
+	pthread_mutex_lock(&im->cb_mu);
+	im->warn(im->userdata, msg);
+	pthread_mutex_unlock(&im->cb_mu);
+}
+
+/* The tmp/ directory of the pending layer key: in a pull's work directory, else one of
+ * its own (an import holds the store's lock throughout, so no sweep runs meanwhile). */
+static void pending_path(struct import *im, const char *key, char *out, size_t len)
+{
+	if (im->work[0])
+		snprintf(out, len, "tmp/%s/layer-%s", im->work, key);
+	else
+		snprintf(out, len, "tmp/layer-%s-%d", key, (int)getpid());
 }
 
 /* Where the layer key is: its tmp/ directory while it is pending, else layers/sha256/. */
@@ -712,10 +755,26 @@ static void layer_path(struct import *im, const char *key, char *out, size_t len
 {
 	for (size_t i = 0; i < im->n_pending; i++)
 		if (!strcmp(im->pending[i].key, key)) {
-			snprintf(out, len, "tmp/layer-%s-%d", key, (int)getpid());
+			pending_path(im, key, out, len);
 			return;
 		}
 	snprintf(out, len, "layers/sha256/%s", key);
+}
+
+/* The pending layer key given up: its directory removed, its entry dropped. */
+static void drop_pending(struct import *im, const char *key)
+{
+	for (size_t i = 0; i < im->n_pending; i++)
+		if (!strcmp(im->pending[i].key, key)) {
+			char p[160];
+
+			pending_path(im, key, p, sizeof(p));
+			ts_rm_rf_at(im->s->fd, p);
+			memmove(&im->pending[i], &im->pending[i + 1],
+				(im->n_pending - i - 1) * sizeof(im->pending[0]));
+			im->n_pending--;
+			return;
+		}
 }
 
 /* Unpack the verified layer blob (fd) as layers/sha256/<key>, on top of the layers in
@@ -726,14 +785,14 @@ static void layer_path(struct import *im, const char *key, char *out, size_t len
 static int unpack_layer(struct import *im, int fd, const char *key, const char *want_diff,
 			char *got, struct ts_error *err)
 {
-	char final[128], tmp[128];
+	char final[128], tmp[160];
 	int lower_fds[TS_OCI_MAX_LAYERS];
 	size_t n_lowers = 0;
 	struct ts_layer_stats st;
 	struct ts_layer_opts o = { .whiteouts = true,
 				   .max_bytes = im->max_bytes,
-				   .warn = im->warn,
-				   .userdata = im->userdata,
+				   .warn = im_warn,
+				   .userdata = im,
 				   .diff_id = got };
 	_cleanup_close_ int dfd = -EBADF;
 	size_t i;
@@ -749,7 +808,7 @@ static int unpack_layer(struct import *im, int fd, const char *key, const char *
 		return r < 0 ? r : want_diff && !strcmp(got, want_diff) ? 0 : 1;
 	}
 	json_array_foreach(im->layers, i, l) {
-		char p[128];
+		char p[160];
 
 		layer_path(im, json_string_value(json_object_get(l, "key")), p, sizeof(p));
 		lower_fds[n_lowers] =
@@ -759,7 +818,7 @@ static int unpack_layer(struct import *im, int fd, const char *key, const char *
 	}
 	o.lower_fds = lower_fds;
 	o.n_lowers = n_lowers;
-	snprintf(tmp, sizeof(tmp), "tmp/layer-%s-%d", key, (int)getpid());
+	pending_path(im, key, tmp, sizeof(tmp));
 	ts_rm_rf_at(im->s->fd, tmp);
 	if (mkdirat(im->s->fd, tmp, 0755) < 0) {
 		r = ts_err_errno(err, -errno, "create `%s/%s`", im->s->dir, tmp);
@@ -996,11 +1055,11 @@ static int finish_layers(struct import *im, struct ts_error *err)
 		return 0;
 	syncfs(im->s->fd);
 	for (size_t i = 0; i < im->n_pending; i++) {
-		char final[128], tmp[128], diff[72];
+		char final[128], tmp[160], diff[72];
 		int q;
 
 		snprintf(final, sizeof(final), "layers/sha256/%s", im->pending[i].key);
-		snprintf(tmp, sizeof(tmp), "tmp/layer-%s-%d", im->pending[i].key, (int)getpid());
+		pending_path(im, im->pending[i].key, tmp, sizeof(tmp));
 		snprintf(diff, sizeof(diff), "%s", im->pending[i].diff);
 		if (r < 0 || renameat(im->s->fd, tmp, im->s->fd, final) < 0) {
 			if (r == 0)
@@ -1115,60 +1174,394 @@ static int relock(struct import *im, struct ts_error *err)
 
 	if (im->cancel && atomic_load(im->cancel))
 		return ts_err(err, -ECANCELED, "the pull was cancelled");
-	if (flock(im->s->lock, LOCK_EX | LOCK_NB) == 0)
+	if (flock(im->s->lock, LOCK_EX | LOCK_NB) == 0) {
+		im->unlocked = false;
 		return 0;
+	}
 	if (errno == EWOULDBLOCK)
 		tell(im, TS_OCI_PHASE_WAIT);
 	r = lock_ex(im->s->lock, im->cancel);
 	if (r < 0)
 		return ts_err_errno(err, r, "lock `%s/lock`", im->s->dir);
+	im->unlocked = false;
+	return 0;
+}
+
+#define STREAM_SLOTS 2 /* layers downloaded and unpacked at once: 2 CPUs busy */
+
+/* One layer in flight: its download (a registry handle of the slot's) and its unpacking,
+ * in a thread of its own; the opaque directories are made by the pull's thread once the
+ * layers below are unpacked (stream_finish). */
+struct stream_slot {
+	struct import *im;
+	struct ts_registry *reg; /* the slot's, progress told to the slot */
+	bool busy;
+	pthread_t thread;
+	/* the layer: set before the thread starts */
+	size_t i;
+	const char *hex;
+	long long size;
+	char key[65];
+	int dfd; /* its directory in the work directory */
+	/* the thread's, read after pthread_join */
+	uint64_t now; /* bytes downloaded (under im->cb_mu) */
+	int ur, dr;
+	struct ts_error uerr, derr;
+	char got_blob[65], got_diff[65];
+	uint64_t got;
+	struct ts_layer_opaque opaque;
+};
+
+/* The pull's bytes: the layers finished (blob_base) and those in flight. Under cb_mu. */
+static void sum_bytes(struct import *im)
+{
+	im->prog.bytes_done = im->blob_base;
+	for (size_t k = 0; k < STREAM_SLOTS; k++)
+		if (im->slots[k].busy)
+			im->prog.bytes_done += im->slots[k].now;
+}
+
+/* The bytes of a slot's download so far. Called by the slots' download threads. */
+static void slot_bytes(void *userdata, uint64_t bytes)
+{
+	struct stream_slot *sl = userdata;
+	struct import *im = sl->im;
+
+	pthread_mutex_lock(&im->cb_mu);
+	sl->now = bytes;
+	sum_bytes(im);
+	im->prog.phase = TS_OCI_PHASE_DOWNLOAD;
+	if (im->progress)
+		im->progress(im->userdata, &im->prog);
+	pthread_mutex_unlock(&im->cb_mu);
+}
+
+static void *slot_main(void *data)
+{
+	struct stream_slot *sl = data;
+	struct import *im = sl->im;
+	struct ts_layer_stats st;
+	struct ts_layer_opts o = { .whiteouts = true,
+				   .max_bytes = im->max_bytes,
+				   .warn = im_warn,
+				   .userdata = im,
+				   .diff_id = sl->got_diff,
+				   .defer = &sl->opaque };
+	struct ts_blob_stream *bs = NULL;
+
+	/* a blob is as long as its descriptor says: never more is taken in */
+	sl->dr = ts_blob_stream_start(sl->reg, sl->hex, (uint64_t)sl->size, &bs, &sl->derr);
+	if (sl->dr < 0)
+		return NULL;
+	sl->ur = ts_layer_unpack(ts_blob_stream_fd(bs), sl->dfd, &o, &st, &sl->uerr);
+	sl->dr = ts_blob_stream_end(bs, sl->got_blob, &sl->got, &sl->derr);
+	return NULL;
+}
+
+/* Start the layer i (descriptor l, key) the store lacks in the free slot sl: its directory
+ * made in the work directory, its thread started. 0 or -errno. */
+static int stream_start(struct import *im, struct stream_slot *sl, size_t i, json_t *l,
+			const char *key, struct ts_error *err)
+{
+	char p[160];
+	sigset_t all, old;
+	int r;
+
+	sl->hex = digest_hex(json_string_value(json_object_get(l, "digest")));
+	sl->size = json_integer_value(json_object_get(l, "size"));
+	if (!json_is_integer(json_object_get(l, "size")) || sl->size < 0)
+		return ts_err(err, -EBADMSG, "`%s`: layer %zu has no size; refusing the image",
+			      im->src.shown, i);
+	if (!sl->reg && (r = ts_reg_clone(im->src.reg, slot_bytes, sl, &sl->reg, err)) < 0)
+		return r;
+	sl->i = i;
+	snprintf(sl->key, sizeof(sl->key), "%s", key);
+	sl->now = 0;
+	sl->ur = sl->dr = 0;
+	memset(&sl->opaque, 0, sizeof(sl->opaque));
+	pending_path(im, key, p, sizeof(p));
+	ts_rm_rf_at(im->s->fd, p);
+	if (mkdirat(im->s->fd, p, 0755) < 0)
+		return ts_err_errno(err, -errno, "create `%s/%s`", im->s->dir, p);
+	sl->dfd = openat(im->s->fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sl->dfd < 0)
+		return ts_err_errno(err, -errno, "open `%s/%s`", im->s->dir, p);
+	/* signals stay on the caller's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(&sl->thread, NULL, slot_main, sl);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		close(sl->dfd);
+		return ts_err_errno(err, -r, "start a layer's thread");
+	}
+	pthread_mutex_lock(&im->cb_mu);
+	sl->busy = true;
+	pthread_mutex_unlock(&im->cb_mu);
+	return 0;
+}
+
+/* Wait for the slot's layer; with err (the pull goes on), check it and make its opaque
+ * directories over the layers below (im->layers, all unpacked), then it is pending. The
+ * directory of a layer that is not used is removed. 0 or -errno. */
+static int stream_finish(struct import *im, struct stream_slot *sl, json_t *diff,
+			 struct ts_error *err)
+{
+	const char *want = digest_hex(json_string_value(diff));
+	char p[160];
+	int r;
+
+	pthread_join(sl->thread, NULL);
+	pthread_mutex_lock(&im->cb_mu);
+	sl->busy = false;
+	if (sl->dr == 0)
+		im->blob_base += (uint64_t)sl->size;
+	sum_bytes(im);
+	pthread_mutex_unlock(&im->cb_mu);
+	pending_path(im, sl->key, p, sizeof(p));
+	/* The download's verdict first: a blob that is not the one asked for explains whatever
+	 * its unpacking said, and nothing unpacked from it is kept. */
+	if (sl->dr == 0)
+		sl->dr = verify(&im->src, "blob", sl->hex, sl->size, sl->got_blob, sl->got,
+				&sl->derr);
+	if (!err)
+		r = -ECANCELED;
+	else if (sl->dr == -EFBIG)
+		r = ts_err(err, sl->dr,
+			   "sha256:%s from `%s` is longer than the %lld bytes its descriptor says: "
+			   "it does not match its digest; refusing the image",
+			   sl->hex, im->src.shown, sl->size);
+	else if (sl->dr < 0)
+		r = (*err = sl->derr, sl->dr);
+	else if (sl->ur < 0)
+		r = (*err = sl->uerr, ts_err_prefix(err, sl->ur, "layer sha256:%s", sl->key));
+	else if (!want || strcmp(sl->got_diff, want) != 0)
+		r = ts_err(err, -EBADMSG,
+			   "`%s`: layer sha256:%s decompresses to sha256:%s, its config's diff_id "
+			   "says %s; refusing the image",
+			   im->src.shown, sl->hex, sl->got_diff,
+			   json_string_value(diff) ?: "nothing");
+	else
+		r = 0;
+	if (r == 0 && sl->opaque.n) {
+		int lower_fds[TS_OCI_MAX_LAYERS];
+		size_t n_lowers = 0, i;
+		struct ts_layer_stats st = { 0 };
+		struct ts_layer_opts o = { .whiteouts = true, .warn = im_warn, .userdata = im };
+		json_t *l;
+
+		json_array_foreach(im->layers, i, l) {
+			char lp[160];
+
+			layer_path(im, json_string_value(json_object_get(l, "key")), lp,
+				   sizeof(lp));
+			lower_fds[n_lowers] = openat(
+				im->s->fd, lp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (lower_fds[n_lowers] >= 0)
+				n_lowers++;
+		}
+		o.lower_fds = lower_fds;
+		o.n_lowers = n_lowers;
+		r = ts_layer_opaque_apply(sl->dfd, &sl->opaque, &o, &st, err);
+		if (r < 0)
+			ts_err_prefix(err, r, "layer sha256:%s", sl->key);
+		for (i = 0; i < n_lowers; i++)
+			close(lower_fds[i]);
+	}
+	ts_layer_opaque_free(&sl->opaque);
+	close(sl->dfd);
+	sl->dfd = -EBADF;
+	if (r < 0) {
+		ts_rm_rf_at(im->s->fd, p);
+		return r;
+	}
+	/* renamed into place by finish_layers, after the syncfs */
+	snprintf(im->pending[im->n_pending].key, sizeof(im->pending[0].key), "%s", sl->key);
+	im->pending[im->n_pending++].diff[0] = '\0';
+	r = note_diff_id(im, sl->key, sl->got_diff, err);
+	if (r < 0)
+		return r;
+	im->prog.layers_done++;
+	tell(im, TS_OCI_PHASE_DOWNLOAD);
 	return 0;
 }
 
 /*
- * A pull: download (and verify) every layer of ls the store does not have, before the
- * store's lock is taken again, into fetched[] (unnamed temporary files): a slow registry
- * keeps no other import, pull, prune or sandbox start waiting. A registry's descriptor
- * must give the size, which bounds what is taken in.
+ * A pull's layers, without the store's lock: a slow registry keeps no other import, pull,
+ * prune or sandbox start waiting. First, under the store's lock taken shared (a prune
+ * sweeps under it exclusively, so nothing goes between a check and its flock), each layer
+ * the store has, checked against its diff_id record, is flock'ed shared until the pull
+ * ends (held[]): a sweep skips it (entry_busy) while the layers above use it for their
+ * opaque directories. Then each layer the store lacks is streamed into its unpacking,
+ * STREAM_SLOTS at once (each with its own registry connection and threads), and finished
+ * bottom first (stream_finish: its opaque directories need the layers below whole). The
+ * layers go into im->layers as they are finished; the caller takes the store's lock,
+ * starts im->layers afresh and installs the first n_streamed (install_streamed). At a
+ * layer this cannot do (one in the store without its record, or with another) it stops:
+ * the caller's pass under the lock does the rest, as imports do.
  */
-static int prefetch_layers(struct import *im, json_t *ls, int *fetched, struct ts_error *err)
+static int stream_layers(struct import *im, json_t *ls, json_t *diffs, struct ts_error *err)
 {
-	char key[65], below[65] = "", had[80];
-	size_t i;
+	char keys[TS_OCI_MAX_LAYERS][65], had[80];
+	size_t i, n = 0, next = 0;
+	int slot_of[TS_OCI_MAX_LAYERS];
 	json_t *l;
+	int r = lock_op(im->s->lock, LOCK_SH, im->cancel);
 
+	if (r < 0)
+		return ts_err_errno(err, r, "lock `%s/lock`", im->s->dir);
 	json_array_foreach(ls, i, l) {
 		const char *h = digest_hex(json_string_value(json_object_get(l, "digest")));
-		json_t *size = json_object_get(l, "size");
+		char p[128];
 
 		if (!h)
-			return ts_err(err, -EBADMSG, "`%s`: layer %zu has no sha256 digest",
-				      im->src.shown, i);
-		if (!json_is_integer(size) || json_integer_value(size) < 0)
-			return ts_err(err, -EBADMSG,
-				      "`%s`: layer %zu has no size; refusing the image",
-				      im->src.shown, i);
-		chain_key(i ? below : NULL, h, key);
-		snprintf(below, sizeof(below), "%s", key);
-		if (layer_present(im, key)) {
-			read_diff_id(im, key, had, sizeof(had));
-			if (had[0])
-				continue;
+			break;
+		chain_key(i ? keys[i - 1] : NULL, h, keys[i]);
+		n = i + 1;
+		slot_of[i] = -1;
+		if (!layer_present(im, keys[i]))
+			continue;
+		read_diff_id(im, keys[i], had, sizeof(had));
+		if (had[0] && !strcmp(had, json_string_value(json_array_get(diffs, i)) ?: "")) {
+			snprintf(p, sizeof(p), "layers/sha256/%s", keys[i]);
+			im->held[i] = openat(im->s->fd, p,
+					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (im->held[i] >= 0 && flock(im->held[i], LOCK_SH | LOCK_NB) < 0) {
+				close(im->held[i]);
+				im->held[i] = -EBADF;
+			}
 		}
-		im->blob_base = im->prog.bytes_done;
-		im->in_layer = true;
-		fetched[i] = fetch_desc(im->s, &im->src, false, h, json_integer_value(size),
-					64ULL << 30, err);
-		im->in_layer = false;
-		if (fetched[i] < 0) {
-			int r = fetched[i];
-
-			fetched[i] = -EBADF;
-			return r;
+		if (im->held[i] < 0) {
+			n = i; /* the pass under the lock from here */
+			break;
 		}
-		im->prog.bytes_done = im->blob_base + (uint64_t)json_integer_value(size);
 	}
-	return 0;
+	flock(im->s->lock, LOCK_UN);
+	im->blob_base = im->prog.bytes_done;
+	im->in_layer = false;
+	if (!im->slots) {
+		im->slots = calloc(STREAM_SLOTS, sizeof(*im->slots));
+		if (!im->slots)
+			return ts_err(err, -ENOMEM, "out of memory");
+		for (size_t k = 0; k < STREAM_SLOTS; k++) {
+			im->slots[k].im = im;
+			im->slots[k].dfd = -EBADF;
+		}
+	}
+	for (i = 0; i < n && r == 0; i++) {
+		/* keep the slots busy with the layers above */
+		for (size_t k = 0; k < STREAM_SLOTS && r == 0; k++) {
+			while (next < n && im->held[next] >= 0)
+				next++;
+			if (next >= n || im->slots[k].busy)
+				continue;
+			if ((r = stream_start(im, &im->slots[k], next, json_array_get(ls, next),
+					      keys[next], err)) == 0)
+				slot_of[next++] = (int)k;
+		}
+		if (r < 0)
+			break;
+		if (im->held[i] >= 0) {
+			im->prog.layers_done++;
+			im->prog.layers_cached++;
+			tell(im, TS_OCI_PHASE_DOWNLOAD);
+		} else if ((r = stream_finish(im, &im->slots[slot_of[i]], json_array_get(diffs, i),
+					      err)) < 0) {
+			break;
+		}
+		slot_of[i] = -1;
+		r = push_layer(im,
+			       digest_hex(json_string_value(
+				       json_object_get(json_array_get(ls, i), "digest"))),
+			       keys[i], err);
+		if (r == 0)
+			im->n_streamed = i + 1;
+	}
+	/* a failure: the layers still in flight waited for, their directories removed */
+	for (size_t k = 0; k < STREAM_SLOTS; k++)
+		if (im->slots[k].busy)
+			stream_finish(im, &im->slots[k], NULL, NULL);
+	return r;
+}
+
+/* The layer i that stream_layers went through on top of im->layers, under the store's
+ * lock: one it holds as it is, one it unpacked as it is unless another pull put the same
+ * layer in place meanwhile (then that one is used, checked as any in the store). */
+static int install_streamed(struct import *im, size_t i, json_t *l, json_t *diff,
+			    struct ts_error *err)
+{
+	const char *h = digest_hex(json_string_value(json_object_get(l, "digest")));
+	char key[65];
+	int r = layer_key(im, h, key, err);
+
+	if (r < 0)
+		return r;
+	if (im->held[i] < 0 && layer_present(im, key)) {
+		drop_pending(im, key);
+		im->prog.layers_done--;
+		return import_one_layer(im, i, l, diff, -EBADF, err);
+	}
+	return push_layer(im, h, key, err);
+}
+
+/* A pull's work directory, tmp/pull-<random>, made and flock'ed under the store's
+ * lock (taken by import_begin): sweeps, which run under it, skip a locked entry
+ * (entry_busy) until the pull ends or is killed. */
+static int work_dir(struct import *im, struct ts_error *err)
+{
+	for (int attempt = 0;; attempt++) {
+		char id[TS_ID_LEN + 1], p[96];
+		int r = ts_id_new(id, err);
+
+		if (r < 0)
+			return r;
+		snprintf(im->work, sizeof(im->work), "pull-%s", id);
+		snprintf(p, sizeof(p), "tmp/%s", im->work);
+		if (mkdirat(im->s->fd, p, 0700) == 0) {
+			im->work_fd = openat(im->s->fd, p,
+					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (im->work_fd < 0 || flock(im->work_fd, LOCK_EX | LOCK_NB) < 0) {
+				int e = errno;
+
+				ts_rm_rf_at(im->s->fd, p);
+				im->work[0] = '\0';
+				return ts_err_errno(err, -e, "work directory `%s/%s`", im->s->dir,
+						    p);
+			}
+			return 0;
+		}
+		if (errno != EEXIST || attempt > 8) {
+			int e = errno;
+
+			im->work[0] = '\0';
+			return ts_err_errno(err, -e, "create `%s/%s`", im->s->dir, p);
+		}
+	}
+}
+
+/* A pull's end: what it unpacked and did not install removed, what it held let go. */
+static void pull_end(struct import *im)
+{
+	if (im->slots)
+		for (size_t k = 0; k < STREAM_SLOTS; k++)
+			ts_reg_free(im->slots[k].reg);
+	free(im->slots);
+	im->slots = NULL;
+	for (size_t i = 0; i < TS_OCI_MAX_LAYERS; i++)
+		if (im->held[i] >= 0) {
+			close(im->held[i]);
+			im->held[i] = -EBADF;
+		}
+	if (im->work[0]) {
+		char p[96];
+
+		snprintf(p, sizeof(p), "tmp/%s", im->work);
+		ts_rm_rf_at(im->s->fd, p);
+		im->work[0] = '\0';
+	}
+	if (im->work_fd >= 0)
+		close(im->work_fd);
+	im->work_fd = -EBADF;
 }
 
 /* The image whose manifest desc names (a descriptor: digest, size), from im->src. */
@@ -1177,13 +1570,10 @@ static int import_manifest(struct import *im, json_t *desc, const char *name, co
 {
 	_cleanup_free_ char *mtext = NULL, *ctext = NULL;
 	json_t *man = NULL, *cfg = NULL, *ls, *l, *diffs;
-	int fetched[TS_OCI_MAX_LAYERS];
 	const char *mhex, *chex;
 	size_t i;
 	int r;
 
-	for (i = 0; i < TS_OCI_MAX_LAYERS; i++)
-		fetched[i] = -EBADF;
 	mhex = digest_hex(json_string_value(json_object_get(desc, "digest")));
 	if (!mhex)
 		return ts_err(err, -EBADMSG, "`%s`: a manifest without a sha256 digest",
@@ -1260,8 +1650,8 @@ static int import_manifest(struct import *im, json_t *desc, const char *name, co
 		goto out;
 	}
 	tell(im, TS_OCI_PHASE_DOWNLOAD);
-	if (im->src.reg) {
-		r = prefetch_layers(im, ls, fetched, err);
+	if (im->src.reg && im->relock) {
+		r = stream_layers(im, ls, diffs, err);
 		if (r < 0)
 			goto out;
 	}
@@ -1270,9 +1660,11 @@ static int import_manifest(struct import *im, json_t *desc, const char *name, co
 		if (r < 0)
 			goto out;
 	}
+	json_array_clear(im->layers);
 	json_array_foreach(ls, i, l) {
-		r = import_one_layer(im, i, l, json_array_get(diffs, i), fetched[i], err);
-		fetched[i] = -EBADF; /* import_one_layer closed it */
+		r = i < im->n_streamed
+			    ? install_streamed(im, i, l, json_array_get(diffs, i), err)
+			    : import_one_layer(im, i, l, json_array_get(diffs, i), -EBADF, err);
 		if (r < 0)
 			goto out;
 	}
@@ -1285,9 +1677,6 @@ static int import_manifest(struct import *im, json_t *desc, const char *name, co
 		tell(im, TS_OCI_PHASE_DONE);
 	}
 out:
-	for (i = 0; i < TS_OCI_MAX_LAYERS; i++)
-		if (fetched[i] >= 0)
-			close(fetched[i]);
 	json_decref(man);
 	json_decref(cfg);
 	return r;
@@ -1453,6 +1842,10 @@ static int import_begin(struct import *im, const char *root, const char *name,
 	size_t removed = 0;
 	int r;
 
+	pthread_mutex_init(&im->cb_mu, NULL);
+	im->work_fd = -EBADF;
+	for (size_t i = 0; i < TS_OCI_MAX_LAYERS; i++)
+		im->held[i] = -EBADF;
 	im->s->fd = im->s->lock = -EBADF;
 	if (!ts_oci_name_valid(name))
 		return ts_err(err, -EINVAL,
@@ -1523,8 +1916,13 @@ static void pull_bytes(void *userdata, uint64_t bytes)
 
 	if (!im->in_layer)
 		return;
+	/* from a layer's download thread while the layer unpacks: under the callbacks' lock */
+	pthread_mutex_lock(&im->cb_mu);
 	im->prog.bytes_done = im->blob_base + bytes;
-	tell(im, TS_OCI_PHASE_DOWNLOAD);
+	im->prog.phase = TS_OCI_PHASE_DOWNLOAD;
+	if (im->progress)
+		im->progress(im->userdata, &im->prog);
+	pthread_mutex_unlock(&im->cb_mu);
 }
 
 static void pull_waiting(void *userdata)
@@ -1573,11 +1971,16 @@ int ts_oci_pull(const char *root, const char *refstr, const char *name,
 	r = import_begin(&im, root, name, pull_waiting, err);
 	if (r < 0)
 		goto out;
-	/* downloads run without the store's lock (taken again to unpack and record, after
-	 * them): a slow registry keeps nobody waiting. Pulls of one reference take turns on a
-	 * lock of their own, so the second finds the layers and downloads nothing. */
+	/* downloads and their unpacking run without the store's lock, in a work directory of
+	 * the pull's (taken again to install and record, after them): a slow registry keeps
+	 * nobody waiting. Pulls of one reference take turns on a lock of their own, so the
+	 * second finds the layers and downloads nothing. */
+	r = work_dir(&im, err);
+	if (r < 0)
+		goto out;
 	flock(s.lock, LOCK_UN);
 	im.relock = true;
+	im.unlocked = true;
 	{
 		char hex[65], path[128];
 
@@ -1656,8 +2059,14 @@ out:
 	json_decref(topj);
 	json_decref(desc);
 	ts_reg_free(reg);
-	/* a failed import keeps the layers it checked (no-op after record) */
-	finish_layers(&im, NULL);
+	/* a failed pull keeps the layers it checked (no-op after record): installed under the
+	 * store's lock, taken again for them if the pull failed without it (given up when
+	 * cancelled) */
+	if (im.unlocked && im.n_pending && lock_ex(s.lock, o->cancel) == 0)
+		im.unlocked = false;
+	if (!im.unlocked)
+		finish_layers(&im, NULL);
+	pull_end(&im);
 	json_decref(im.layers);
 	store_close(&s);
 	return r;

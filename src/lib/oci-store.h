@@ -69,6 +69,8 @@ struct ts_oci_pull_opts {
 	/* the most the layers still to fetch may weigh, as their descriptors state it, checked
 	 * against the manifest before any layer is downloaded: more is -EFBIG (0: no limit) */
 	uint64_t max_download;
+	/* warn and progress are called from the pull's threads (its layers download and
+	 * unpack in threads of their own), never two at once */
 	void (*warn)(void *userdata, const char *msg);
 	/* often (draw at most a few times a second) */
 	void (*progress)(void *userdata, const struct ts_oci_progress *p);
@@ -83,9 +85,11 @@ struct ts_oci_pull_opts {
  * Pull the image reference ref (oci-ref.h) from its registry as name (NULL: ref as
  * given): the manifest (an index: linux and this machine's architecture), its config
  * and the layers not unpacked yet — a layer the store has (the same digests below it) is
- * not downloaded again. Every blob is verified as an import's. Pulls and imports hold the
- * store's lock, so a second pull of the same image waits for the first and then fetches
- * only the manifest. 0 or -errno (-ENOENT: the registry has no such image).
+ * not downloaded again. Every blob is verified as an import's. The layers are downloaded
+ * and unpacked as they come, two at once, without the store's lock (taken to install them
+ * and record the name); pulls of one reference take turns, so a second pull of the same
+ * image waits for the first and then fetches only the manifest. 0 or -errno (-ENOENT: the
+ * registry has no such image).
  */
 int ts_oci_pull(const char *root, const char *ref, const char *name,
 		const struct ts_oci_pull_opts *o, char *digest, size_t len, struct ts_error *err);

@@ -11,10 +11,14 @@ Checked: a two-layer image with a whiteout and an opaque directory; a multi-arch
 yields this machine's architecture; a pull by digest, and a digest the registry's bytes
 do not match; a corrupted blob refused with nothing left in use; a second pull fetches no
 layer; two concurrent pulls download each blob once; the bearer flow refuses without
-credentials and works with them; a pull killed mid-layer leaves no half layer and the
-next pull works; `run --image REF` pulls what the store lacks; `image ls` shows it; serve
+credentials and works with them; a pull killed mid-layer leaves no half layer (its work
+directory, unlocked, is swept by the next pull) and the next pull works; `run --image
+REF` pulls what the store lacks; `image ls` shows it; serve
 pulls an E2B templateID that is a reference off its loop, and SIGTERM while such a pull
-stalls ends serve at once with no half layer; the agent runner pulls its `sandbox.image`.
+stalls ends serve at once with no half layer; the agent runner pulls its `sandbox.image`;
+while a pull streams a layer into its work directory, a prune and an import leave that
+directory and the unnamed store layer it builds on alone, and the pull installs whole
+layers (an opaque directory over that layer).
 
 TAP on stdout. Env: TS_CLI, TOREN_SANDBOX_ROOT.
 """
@@ -136,6 +140,7 @@ class TokenRegistry:
         self.token = "tok-" + hashlib.sha256(os.urandom(8)).hexdigest()[:16]
         self.blob_gets = {}
         self.slow_blob = slow_blob  # a digest served slowly (for the killed pull)
+        self.gate = None  # a threading.Event: the slow blob's second half waits for it, not 30 s
         self.anon = False  # tokens without credentials too (as Docker Hub's for public images)
         self.pad = {}  # hex -> bytes appended when it is served (longer than its descriptor)
         self.lock = threading.Lock()
@@ -202,7 +207,10 @@ class TokenRegistry:
                     half = len(data) // 2
                     self.wfile.write(data[:half])
                     self.wfile.flush()
-                    time.sleep(30)  # the pull is killed meanwhile
+                    if reg.gate:
+                        reg.gate.wait(30)  # the test lets it go on
+                    else:
+                        time.sleep(30)  # the pull is killed meanwhile
                     try:
                         self.wfile.write(data[half:])
                     except OSError:
@@ -322,8 +330,8 @@ def run_tests(work, port, data):
     t(layer_dirs() == before and ts("image", "inspect", f"{host}/test/corrupt:1").returncode != 0,
       "nothing of the corrupted image is left in use")
     tmp = f"{root}/images/oci/tmp"
-    t(not os.path.isdir(tmp) or not [e for e in os.listdir(tmp) if e.startswith("layer-")],
-      "no half layer in tmp/")
+    t(not os.path.isdir(tmp) or not [e for e in os.listdir(tmp) if e.startswith(("layer-", "pull-"))],
+      "no half layer in tmp/, no work directory of the pull left") or diag(os.listdir(tmp))
 
     # hostile layers through the registry: the same neutralising as an import
     outside = f"{work}/outside"
@@ -699,6 +707,78 @@ def docker_token_tests(work, base):
         tsrv.shutdown()
 
 
+def work_dirs():
+    """the pulls' work directories in tmp/ (the layers they stream are unpacked there)"""
+    d = f"{root}/images/oci/tmp"
+    return sorted(e for e in os.listdir(d) if e.startswith("pull-")) if os.path.isdir(d) else []
+
+
+def add_tag(layout, m, tag):
+    idx = json.load(open(f"{layout}/index.json"))
+    idx["manifests"].append(images.named(m, tag))
+    with open(f"{layout}/index.json", "w") as f:
+        json.dump(idx, f)
+    return json.load(open(f"{layout}/blobs/sha256/{m['digest'][7:]}"))
+
+
+def stream_tests(work, treg, base, env):
+    """a pull streams its layers into a work directory of its own, without the store's
+    lock: a prune and an import meanwhile leave that directory and the store's layer the
+    pull builds on alone; the pull then installs whole layers (an opaque directory over
+    that lower layer included)."""
+    host = f"127.0.0.1:{treg.port}"
+    lay = images.Layout(f"{work}/tok")
+    base2 = base + [("g2", "dir", None, 0o755), ("g2/old", "file", b"old\n", 0o644), ("g2/keep", "file", b"k\n", 0o644)]
+    g1 = lay.image([base2])
+    add_tag(f"{work}/tok", g1, "g1")
+    gated = os.urandom(1 << 20)
+    g2 = lay.image([base2, [("g2", "dir", None, 0o755), ("g2/.wh..wh..opq", "file", b"", 0o644),
+                            ("g2/new", "file", b"new\n", 0o644), ("gated", "file", gated, 0o644)]])
+    man = add_tag(f"{work}/tok", g2, "g2")
+    r, j = pull(f"{host}/x/y:g1", "tok-g1", env=env)
+    r2 = ts("image", "rm", "tok-g1")
+    t(r.returncode == 0 and r2.returncode == 0, "an image pulled and removed: its layer stays, used by no name") \
+        or diag(r.stderr + r2.stderr)
+    lower = layer_dirs()
+    treg.gate = threading.Event()
+    treg.slow_blob = man["layers"][1]["digest"]
+    p = subprocess.Popen([cli, "image", "pull", "--json", f"{host}/x/y:g2", "tok-g2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **env))
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and treg.blob_gets.get(treg.slow_blob[7:], 0) == 0:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        during = work_dirs()
+        wd = f"{root}/images/oci/tmp/{during[0]}" if during else None
+        t(len(during) == 1 and os.listdir(wd) and p.poll() is None,
+          "a pull streaming a layer: its work directory holds the layer being unpacked") \
+            or diag(f"{during} {p.poll()}")
+        pr = ts("image", "prune", timeout=25)
+        lay_q = images.Layout(f"{work}/quick2")
+        lay_q.index([images.named(lay_q.image([base]), "q")])
+        im = ts("image", "import", f"oci:{work}/quick2:q", "quick2", timeout=25)
+        t(pr.returncode == 0 and im.returncode == 0 and work_dirs() == during and
+          wd and os.listdir(wd) and p.poll() is None,
+          "a prune and an import while it streams leave its work directory alone") \
+            or diag(pr.stdout + pr.stderr + im.stderr + f" {work_dirs()}")
+        t(lower <= layer_dirs(), "and the prune leaves the store's layer it builds on (no image names it)") \
+            or diag(lower - layer_dirs())
+    finally:
+        treg.gate.set()
+    out, errs = p.communicate(timeout=60)
+    treg.slow_blob = None
+    treg.gate = None
+    t(p.returncode == 0, "the pull, let go on, ends well") or diag(errs)
+    r = ts("run", "--image", "tok-g2", "--", "/bin/sh", "-c",
+           "ls /g2; wc -c < /gated; test -e /g2/old || echo noold")
+    t(r.returncode == 0 and r.stdout.split() == ["new", str(len(gated)), "noold"],
+      "its layers are whole: the opaque directory hides the lower layer's files") \
+        or diag(r.stdout + r.stderr)
+    t(work_dirs() == [], "and its work directory is gone") or diag(work_dirs())
+
+
 def token_tests(work, base):
     lay = images.Layout(f"{work}/tok")
     base = base + [("tokbase", "file", b"a base layer of its own\n", 0o644)]
@@ -764,16 +844,21 @@ def token_tests(work, base):
         t(r.returncode == 0 and r2.returncode == 0 and time.time() - t0 < 20 and p.poll() is None,
           "while a pull waits on its registry, a run and an import are not kept waiting") \
             or diag(r.stderr + r2.stderr)
+        killed_wd = work_dirs()
         p.send_signal(signal.SIGKILL)
         p.wait()
         t(layer_dirs() == before, "a pull killed mid-layer leaves no layer in use")
         t(ts("image", "inspect", "tok-killed").returncode != 0, "and no image name")
+        t(len(killed_wd) == 1 and work_dirs() == killed_wd,
+          "its work directory (the half layer streamed into it) stays, unlocked") or diag(killed_wd)
         treg.slow_blob = None
         r, j = pull(f"{host}/x/y:2", "tok-after", env=env)
         t(r.returncode == 0 and j and j["cached"] == 1, "the next pull works (the shared base layer cached)") or diag(r.stderr)
+        t(work_dirs() == [], "and sweeps the killed pull's work directory") or diag(work_dirs())
         r = ts("run", "--image", "tok-after", "--", "/bin/sh", "-c", "wc -c < /big")
         t(r.returncode == 0 and r.stdout.strip() == str(len(big)), "and its layer is whole") or diag(r.stdout + r.stderr)
 
+        stream_tests(work, treg, base, env)
         serve_stop_tests(work, treg, base)
 
         # a blob longer than its descriptor: cut off at the descriptor's size, refused
