@@ -228,18 +228,26 @@ api() { curl -s -m 30 -H 'X-API-Key: k' -H 'Authorization: Bearer k' -H 'Content
 got=$(api -X POST -d '{"name":"snap-e2b-'$$'"}' "http://$control/sandboxes/$src/snapshots")
 [[ $got == *' 400' && $got == *'generated ids'* ]]
 tap_result $? "serve: a snapshot name starting with snap- is a 400 ($got)"
+# a snapshot of src by the CLI (its id in $tmp/NAME.out) during which serve is asked to
+# resume src: r is serve's answer; then whether the snapshot completed
+resume_during_snapshot() { # NAME WHAT
+	"$cli" snapshot "$src" >"$tmp/$1.out" 2>"$tmp/$1.err" &
+	local c=$!
+	copying
+	tap_result $? "control: a snapshot by the CLI$2 is copying"
+	r=$(api -X POST -d '{}' "http://$control/sandboxes/$src/resume")
+	wait $c
+	st=$?
+}
+snapshot_completed() { # NAME WHAT
+	tap_is "$st $(compgen -G "$root/snapshots/$(cat "$tmp/$1.out")/workspace/many" | wc -l)" "0 1" "the snapshot$2 completes"
+	tap_diag_file "$tmp/$1.err"
+}
 # a snapshot by the CLI: its pause is its own, serve's resume may not thaw the copy
-"$cli" snapshot "$src" >"$tmp/cli.out" 2>"$tmp/cli.err" &
-c=$!
-copying
-tap_result $? "control: a snapshot by the CLI is copying"
-r=$(api -X POST -d '{}' "http://$control/sandboxes/$src/resume")
-wait $c
-st=$?
+resume_during_snapshot cli ""
 [[ $r == *'paused by a snapshot'*' 409' ]]
 tap_result $? "serve: a resume while another client's snapshot holds the pause is a 409 (init's EBUSY) ($r)"
-tap_is "$st $(compgen -G "$root/snapshots/$(cat "$tmp/cli.out")/workspace/many" | wc -l)" "0 1" "the CLI's snapshot completes"
-tap_diag_file "$tmp/cli.err"
+snapshot_completed cli " by the CLI"
 ts exec "$src" -- true
 tap_result $? "the source runs after it (resumed by the snapshot)"
 # a sandbox its user paused: the snapshot holds that pause (ctl.h, HOLD), so a resume
@@ -247,17 +255,10 @@ tap_result $? "the source runs after it (resumed by the snapshot)"
 p=$(api -X POST -d '{}' "http://$control/sandboxes/$src/pause")
 [[ $p == *' 204' ]]
 tap_result $? "serve: the source is paused by its user ($p)"
-"$cli" snapshot "$src" >"$tmp/cli2.out" 2>"$tmp/cli2.err" &
-c=$!
-copying
-tap_result $? "control: a snapshot by the CLI of the paused sandbox is copying"
-r=$(api -X POST -d '{}' "http://$control/sandboxes/$src/resume")
-wait $c
-st=$?
+resume_during_snapshot cli2 " of the paused sandbox"
 [[ $r == *'held by a snapshot'*' 409' ]]
 tap_result $? "serve: resuming a paused sandbox while a snapshot holds its pause is a 409 ($r)"
-tap_is "$st $(compgen -G "$root/snapshots/$(cat "$tmp/cli2.out")/workspace/many" | wc -l)" "0 1" "the snapshot of the paused sandbox completes"
-tap_diag_file "$tmp/cli2.err"
+snapshot_completed cli2 " of the paused sandbox"
 i=$(api "http://$control/sandboxes/$src")
 [[ $i == *'"state":"paused"'*' 200' ]]
 tap_result $? "the sandbox is still paused after the snapshot (the pause was its user's) ($(head -c 200 <<<"$i"))"
