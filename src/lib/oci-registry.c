@@ -141,13 +141,19 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+/* Is the transfer to end (opts.cancel or opts.abort)? */
+static bool stopped(const struct ts_reg_opts *o)
+{
+	return (o->cancel && atomic_load(o->cancel)) || (o->abort && atomic_load(o->abort));
+}
+
 static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
 		       curl_off_t ulnow)
 {
 	struct sink *k = userdata;
 
 	(void)dltotal, (void)ultotal, (void)ulnow;
-	if (k->r->o.cancel && atomic_load(k->r->o.cancel)) {
+	if (stopped(&k->r->o)) {
 		k->cancelled = true;
 		return 1; /* curl ends the transfer: CURLE_ABORTED_BY_CALLBACK */
 	}
@@ -201,7 +207,7 @@ static int get_once(struct ts_registry *r, const char *url, const char *accept, 
 	CURLcode c;
 	char *authz = NULL;
 
-	if (r->o.cancel && atomic_load(r->o.cancel))
+	if (stopped(&r->o))
 		return ts_err(err, -ECANCELED, "`%s`: the pull was cancelled", url);
 	if (accept)
 		hdrs = r->C->slist_append(hdrs, accept);
@@ -528,7 +534,8 @@ int ts_reg_open(const struct ts_oci_ref *ref, const struct ts_reg_opts *o, struc
 }
 
 int ts_reg_clone(struct ts_registry *from, void (*progress)(void *userdata, uint64_t bytes),
-		 void *userdata, struct ts_registry **ret, struct ts_error *err)
+		 void *userdata, const atomic_bool *abort, struct ts_registry **ret,
+		 struct ts_error *err)
 {
 	struct ts_registry *r = calloc(1, sizeof(*r));
 
@@ -537,6 +544,7 @@ int ts_reg_clone(struct ts_registry *from, void (*progress)(void *userdata, uint
 	r->o = from->o;
 	r->o.progress = progress;
 	r->o.userdata = userdata;
+	r->o.abort = abort;
 	r->plain = from->plain;
 	r->loopback = from->loopback;
 	r->creds_ok = from->creds_ok;

@@ -36,6 +36,8 @@ struct ts_reg_opts {
 	/* set (by another thread) to end the transfer in flight: -ECANCELED within about a
 	 * second, which is how often libcurl calls its progress callback on a stalled one */
 	const atomic_bool *cancel;
+	/* the same, a second flag: the caller's own (a failed pull ends its other download) */
+	const atomic_bool *abort;
 };
 
 /* A client for ref's registry and repository. 0 or -errno. */
@@ -45,9 +47,11 @@ void ts_reg_free(struct ts_registry *r);
 
 /* A second client of from's repository (its own connection, for a download beside one of
  * from's), with from's options and the credentials or token it has, the bytes of its
- * blobs told to progress(userdata) instead. 0 or -errno. */
+ * blobs told to progress(userdata) instead, and abort (NULL: none) as its opts.abort.
+ * 0 or -errno. */
 int ts_reg_clone(struct ts_registry *from, void (*progress)(void *userdata, uint64_t bytes),
-		 void *userdata, struct ts_registry **ret, struct ts_error *err);
+		 void *userdata, const atomic_bool *abort, struct ts_registry **ret,
+		 struct ts_error *err);
 
 /*
  * GET the manifest (or index) named by a tag or a `sha256:` digest: the body (malloc'ed,

@@ -677,6 +677,7 @@ struct import {
 	bool relock;		   /* a pull: the store's lock is taken again only to unpack */
 	bool unlocked;		   /* a pull between letting the store's lock go and relock */
 	const atomic_bool *cancel; /* a pull's (NULL: never) */
+	atomic_bool abort;	   /* a pull failed: the layers still in flight end */
 	/* The warn and progress callbacks are called under it: a pull's download thread tells
 	 * its bytes while the unpacking may warn, and the caller's callbacks (a progress bar
 	 * on the same terminal) need not be thread-safe. */
@@ -724,6 +725,20 @@ static void tell(struct import *im, enum ts_oci_phase phase)
 {
 	pthread_mutex_lock(&im->cb_mu);
 	im->prog.phase = phase;
+	if (im->progress)
+		im->progress(im->userdata, &im->prog);
+	pthread_mutex_unlock(&im->cb_mu);
+}
+
+/* One more layer done (cached: the store had it), told: under cb_mu, since the download
+ * threads read im->prog to tell their bytes. */
+static void tell_layer(struct import *im, bool cached)
+{
+	pthread_mutex_lock(&im->cb_mu);
+	im->prog.layers_done++;
+	if (cached)
+		im->prog.layers_cached++;
+	im->prog.phase = TS_OCI_PHASE_DOWNLOAD;
 	if (im->progress)
 		im->progress(im->userdata, &im->prog);
 	pthread_mutex_unlock(&im->cb_mu);
@@ -1061,6 +1076,12 @@ static int finish_layers(struct import *im, struct ts_error *err)
 		snprintf(final, sizeof(final), "layers/sha256/%s", im->pending[i].key);
 		pending_path(im, im->pending[i].key, tmp, sizeof(tmp));
 		snprintf(diff, sizeof(diff), "%s", im->pending[i].diff);
+		if (r == 0 && faccessat(im->s->fd, final, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+			/* another pull put the same layer in place meanwhile: that one is used */
+			ts_rm_rf_at(im->s->fd, tmp);
+			im->pending[i].key[0] = '\0';
+			continue;
+		}
 		if (r < 0 || renameat(im->s->fd, tmp, im->s->fd, final) < 0) {
 			if (r == 0)
 				r = ts_err_errno(err, -errno, "install layer `%s/%s`", im->s->dir,
@@ -1249,8 +1270,11 @@ static void *slot_main(void *data)
 				   .defer = &sl->opaque };
 	struct ts_blob_stream *bs = NULL;
 
-	/* a blob is as long as its descriptor says: never more is taken in */
-	sl->dr = ts_blob_stream_start(sl->reg, sl->hex, (uint64_t)sl->size, &bs, &sl->derr);
+	/* a blob is as long as its descriptor says (at most 64 GiB): never more is taken in */
+	sl->dr = ts_blob_stream_start(sl->reg, sl->hex,
+				      (uint64_t)sl->size < (64ULL << 30) ? (uint64_t)sl->size
+									 : (64ULL << 30),
+				      &bs, &sl->derr);
 	if (sl->dr < 0)
 		return NULL;
 	sl->ur = ts_layer_unpack(ts_blob_stream_fd(bs), sl->dfd, &o, &st, &sl->uerr);
@@ -1272,7 +1296,8 @@ static int stream_start(struct import *im, struct stream_slot *sl, size_t i, jso
 	if (!json_is_integer(json_object_get(l, "size")) || sl->size < 0)
 		return ts_err(err, -EBADMSG, "`%s`: layer %zu has no size; refusing the image",
 			      im->src.shown, i);
-	if (!sl->reg && (r = ts_reg_clone(im->src.reg, slot_bytes, sl, &sl->reg, err)) < 0)
+	if (!sl->reg &&
+	    (r = ts_reg_clone(im->src.reg, slot_bytes, sl, &im->abort, &sl->reg, err)) < 0)
 		return r;
 	sl->i = i;
 	snprintf(sl->key, sizeof(sl->key), "%s", key);
@@ -1293,6 +1318,7 @@ static int stream_start(struct import *im, struct stream_slot *sl, size_t i, jso
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
 		close(sl->dfd);
+		sl->dfd = -EBADF;
 		return ts_err_errno(err, -r, "start a layer's thread");
 	}
 	pthread_mutex_lock(&im->cb_mu);
@@ -1381,8 +1407,7 @@ static int stream_finish(struct import *im, struct stream_slot *sl, json_t *diff
 	r = note_diff_id(im, sl->key, sl->got_diff, err);
 	if (r < 0)
 		return r;
-	im->prog.layers_done++;
-	tell(im, TS_OCI_PHASE_DOWNLOAD);
+	tell_layer(im, false);
 	return 0;
 }
 
@@ -1462,9 +1487,7 @@ static int stream_layers(struct import *im, json_t *ls, json_t *diffs, struct ts
 		if (r < 0)
 			break;
 		if (im->held[i] >= 0) {
-			im->prog.layers_done++;
-			im->prog.layers_cached++;
-			tell(im, TS_OCI_PHASE_DOWNLOAD);
+			tell_layer(im, true);
 		} else if ((r = stream_finish(im, &im->slots[slot_of[i]], json_array_get(diffs, i),
 					      err)) < 0) {
 			break;
@@ -1477,7 +1500,10 @@ static int stream_layers(struct import *im, json_t *ls, json_t *diffs, struct ts
 		if (r == 0)
 			im->n_streamed = i + 1;
 	}
-	/* a failure: the layers still in flight waited for, their directories removed */
+	/* a failure: the layers still in flight ended (their downloads abort, their unpacking
+	 * then reads the end of its stream), waited for, their directories removed */
+	if (r < 0)
+		atomic_store(&im->abort, true);
 	for (size_t k = 0; k < STREAM_SLOTS; k++)
 		if (im->slots[k].busy)
 			stream_finish(im, &im->slots[k], NULL, NULL);
@@ -2062,6 +2088,8 @@ out:
 	/* a failed pull keeps the layers it checked (no-op after record): installed under the
 	 * store's lock, taken again for them if the pull failed without it (given up when
 	 * cancelled) */
+	if (o->cancel && atomic_load(o->cancel))
+		im.n_pending = 0; /* cancelled: nothing more, no syncfs; pull_end removes them */
 	if (im.unlocked && im.n_pending && lock_ex(s.lock, o->cancel) == 0)
 		im.unlocked = false;
 	if (!im.unlocked)

@@ -16,8 +16,8 @@
 
 struct ts_blob_stream;
 
-/* Start the download of sha256:hex from reg, at most max bytes (-EFBIG at the end past
- * them). 0 or -errno. */
+/* Start the download of sha256:hex from reg, at most max bytes (the download ends at
+ * once past them: -EFBIG from ts_blob_stream_end). 0 or -errno. */
 int ts_blob_stream_start(struct ts_registry *reg, const char *hex, uint64_t max,
 			 struct ts_blob_stream **ret, struct ts_error *err);
 

@@ -771,6 +771,27 @@ def stream_tests(work, treg, base, env):
     treg.slow_blob = None
     treg.gate = None
     t(p.returncode == 0, "the pull, let go on, ends well") or diag(errs)
+    # a pull that fails (its bottom layer's diff_id) while its other layer's download
+    # stalls: that download is ended at once, not waited for
+    b0 = [("bad0", "file", os.urandom(4096), 0o644)]
+    b1 = [("stall1", "file", os.urandom(1 << 20), 0o644)]
+    good1 = "sha256:" + hashlib.sha256(images.tar_bytes(b1)[1]).hexdigest()
+    bm = add_tag(f"{work}/tok", lay.image([b0, b1], config_extra={
+        "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "2" * 64, good1]}}), "bad")
+    treg.gate = threading.Event()
+    treg.slow_blob = bm["layers"][1]["digest"]
+    try:
+        t0 = time.time()
+        r, j = pull(f"{host}/x/y:bad", "tok-bad", env=env)
+        took = time.time() - t0
+    finally:
+        treg.gate.set()
+        treg.slow_blob = None
+        treg.gate = None
+    t(r.returncode != 0 and "config's diff_id says" in r.stderr and took < 20,
+      f"a pull failing on one layer ends the other's stalled download: fails in {took:.1f} s "
+      f"(the registry stalls 30 s)") or diag(r.stderr)
+    t(work_dirs() == [], "and leaves no work directory") or diag(work_dirs())
     r = ts("run", "--image", "tok-g2", "--", "/bin/sh", "-c",
            "ls /g2; wc -c < /gated; test -e /g2/old || echo noold")
     t(r.returncode == 0 and r.stdout.split() == ["new", str(len(gated)), "noold"],
