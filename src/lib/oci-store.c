@@ -2473,6 +2473,27 @@ static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size
 	return 0;
 }
 
+/* Add every layer still in layers/sha256 to keep, also one the sweep left because a pull
+ * holds it (entry_busy): its diff_id record stays with it. 0 or -errno. */
+static int keep_present(int dirfd, json_t *keep)
+{
+	_cleanup_close_ int fd =
+		openat(dirfd, "layers/sha256", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(fcntl(fd, F_DUPFD_CLOEXEC, 3));
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			json_object_set_new(keep, de->d_name, json_true());
+	closedir(d);
+	return 0;
+}
+
 /* Add the layer keys and blobs of entry e (an index entry or a pin) to the keep sets. */
 static void keep_entry(json_t *e, json_t *layers, json_t *blobs)
 {
@@ -2544,6 +2565,7 @@ int ts_oci_prune(const char *root, uint64_t *freed, size_t *removed, struct ts_e
 	json_object_foreach(json_object_get(idx, "images"), name, e)
 		keep_entry(e, layers, blobs);
 	if ((r = sweep(s.fd, "layers/sha256", layers, freed, removed)) < 0 ||
+	    (r = keep_present(s.fd, layers)) < 0 ||
 	    (r = sweep(s.fd, "diffids", layers, &(uint64_t){ 0 }, &(size_t){ 0 })) < 0 ||
 	    (r = sweep(s.fd, "blobs/sha256", blobs, freed, removed)) < 0 ||
 	    (r = sweep(s.fd, "tmp", NULL, freed, removed)) < 0)

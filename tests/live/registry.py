@@ -765,6 +765,8 @@ def stream_tests(work, treg, base, env):
             or diag(pr.stdout + pr.stderr + im.stderr + f" {work_dirs()}")
         t(lower <= layer_dirs(), "and the prune leaves the store's layer it builds on (no image names it)") \
             or diag(lower - layer_dirs())
+        unrecorded = {k for k in lower if not os.path.exists(f"{root}/images/oci/diffids/{k}")}
+        t(not unrecorded, "and that layer's diff_id record") or diag(unrecorded)
     finally:
         treg.gate.set()
     out, errs = p.communicate(timeout=60)
