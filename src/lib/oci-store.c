@@ -659,7 +659,8 @@ static uint64_t du_at(int at, const char *name, int depth)
 	return sum;
 }
 
-static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size_t *removed);
+static int sweep(int dirfd, const char *sub, json_t *keep, const char *beside, uint64_t *freed,
+		 size_t *removed);
 
 struct import {
 	struct store *s;
@@ -1882,7 +1883,7 @@ static int import_begin(struct import *im, const char *root, const char *name,
 	if (r < 0)
 		return r;
 	/* under the lock no other import runs: what is in tmp/ was left by a killed one */
-	sweep(im->s->fd, "tmp", NULL, &freed, &removed);
+	sweep(im->s->fd, "tmp", NULL, NULL, &freed, &removed);
 	im->layers = json_array();
 	return im->layers ? 0 : ts_err(err, -ENOMEM, "out of memory");
 }
@@ -2447,8 +2448,10 @@ static bool entry_busy(int dirfd, const char *name)
 }
 
 /* Remove the entries of dirfd/sub whose names are not in keep (a JSON object used as a
- * set) and that nobody holds a lock on (entry_busy); count them and their disk use. */
-static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size_t *removed)
+ * set) nor in dirfd/beside (NULL: none) and that nobody holds a lock on (entry_busy);
+ * count them and their disk use. */
+static int sweep(int dirfd, const char *sub, json_t *keep, const char *beside, uint64_t *freed,
+		 size_t *removed)
 {
 	_cleanup_close_ int fd =
 		openat(dirfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -2465,31 +2468,17 @@ static int sweep(int dirfd, const char *sub, json_t *keep, uint64_t *freed, size
 			continue;
 		if ((keep && json_object_get(keep, de->d_name)) || entry_busy(fd, de->d_name))
 			continue;
+		if (beside) {
+			char p[PATH_MAX];
+
+			snprintf(p, sizeof(p), "%s/%s", beside, de->d_name);
+			if (faccessat(dirfd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+				continue;
+		}
 		*freed += du_at(fd, de->d_name, 0);
 		if (ts_rm_rf_at(fd, de->d_name) == 0)
 			(*removed)++;
 	}
-	closedir(d);
-	return 0;
-}
-
-/* Add every layer still in layers/sha256 to keep, also one the sweep left because a pull
- * holds it (entry_busy): its diff_id record stays with it. 0 or -errno. */
-static int keep_present(int dirfd, json_t *keep)
-{
-	_cleanup_close_ int fd =
-		openat(dirfd, "layers/sha256", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-	struct dirent *de;
-
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	d = fdopendir(fcntl(fd, F_DUPFD_CLOEXEC, 3));
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			json_object_set_new(keep, de->d_name, json_true());
 	closedir(d);
 	return 0;
 }
@@ -2555,6 +2544,8 @@ int ts_oci_prune(const char *root, uint64_t *freed, size_t *removed, struct ts_e
 	struct store s;
 	json_t *idx = NULL, *e, *layers = json_object(), *blobs = json_object();
 	const char *name;
+	uint64_t rec_bytes = 0; /* the diff_id records: not counted */
+	size_t recs = 0;
 	int r = store_open(root, true, &s, err);
 
 	*freed = 0;
@@ -2564,11 +2555,11 @@ int ts_oci_prune(const char *root, uint64_t *freed, size_t *removed, struct ts_e
 		goto out;
 	json_object_foreach(json_object_get(idx, "images"), name, e)
 		keep_entry(e, layers, blobs);
-	if ((r = sweep(s.fd, "layers/sha256", layers, freed, removed)) < 0 ||
-	    (r = keep_present(s.fd, layers)) < 0 ||
-	    (r = sweep(s.fd, "diffids", layers, &(uint64_t){ 0 }, &(size_t){ 0 })) < 0 ||
-	    (r = sweep(s.fd, "blobs/sha256", blobs, freed, removed)) < 0 ||
-	    (r = sweep(s.fd, "tmp", NULL, freed, removed)) < 0)
+	if ((r = sweep(s.fd, "layers/sha256", layers, NULL, freed, removed)) < 0 ||
+	    /* a record goes with its layer: one a pull holds stays, and so does its record */
+	    (r = sweep(s.fd, "diffids", NULL, "layers/sha256", &rec_bytes, &recs)) < 0 ||
+	    (r = sweep(s.fd, "blobs/sha256", blobs, NULL, freed, removed)) < 0 ||
+	    (r = sweep(s.fd, "tmp", NULL, NULL, freed, removed)) < 0)
 		r = ts_err_errno(err, r, "prune `%s`", s.dir);
 out:
 	json_decref(idx);
