@@ -62,7 +62,9 @@ tap_is "$(raw pause)" "OK 0" "pause"
 sleep 0.3
 during=$(states)
 n_during=$(wc -l <<<"$during")
-tap_is "$(awk '$2 != "T"' <<<"$during")" "" "every process of the sandbox is stopped (state T), grandchildren too ($n_during)"
+# a child of the counter's shell that was exiting when the stop came stays a zombie (Z)
+# until its stopped parent reaps it: it runs nothing, as init's PAUSE counts it too
+tap_is "$(awk '$2 != "T" && $2 != "Z"' <<<"$during")" "" "every process of the sandbox is stopped (state T, or an exited one Z), grandchildren too ($n_during)"
 tap_is "$(states children | awk '{ print $1, $3 }')" "$(awk '{ print $1, $3 }' <<<"$before")" \
 	"the same processes, the same host and sandbox pids"
 c1=$(count); sleep 0.5; c2=$(count)
