@@ -1155,9 +1155,7 @@ static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff
 				      im->src.shown, lhex, had,
 				      json_string_value(diff) ?: "nothing");
 		if (had[0]) {
-			im->prog.layers_done++;
-			im->prog.layers_cached++;
-			tell(im, TS_OCI_PHASE_DOWNLOAD);
+			tell_layer(im, true);
 			return push_layer(im, lhex, key, err);
 		}
 	}
@@ -1184,8 +1182,7 @@ static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff
 			      im->src.shown, lhex, got, json_string_value(diff) ?: "nothing");
 	if (r < 0 || (r = note_diff_id(im, key, got, err)) < 0)
 		return r;
-	im->prog.layers_done++;
-	tell(im, TS_OCI_PHASE_DOWNLOAD);
+	tell_layer(im, false);
 	return push_layer(im, lhex, key, err);
 }
 
@@ -1289,7 +1286,6 @@ static int stream_start(struct import *im, struct stream_slot *sl, size_t i, jso
 			const char *key, struct ts_error *err)
 {
 	char p[160];
-	sigset_t all, old;
 	int r;
 
 	sl->hex = digest_hex(json_string_value(json_object_get(l, "digest")));
@@ -1312,11 +1308,7 @@ static int stream_start(struct import *im, struct stream_slot *sl, size_t i, jso
 	sl->dfd = openat(im->s->fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sl->dfd < 0)
 		return ts_err_errno(err, -errno, "open `%s/%s`", im->s->dir, p);
-	/* signals stay on the caller's threads */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	r = pthread_create(&sl->thread, NULL, slot_main, sl);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	r = ts_thread_start_quiet(&sl->thread, slot_main, sl);
 	if (r) {
 		close(sl->dfd);
 		sl->dfd = -EBADF;
@@ -1531,39 +1523,46 @@ static int install_streamed(struct import *im, size_t i, json_t *l, json_t *diff
 	return push_layer(im, h, key, err);
 }
 
+/* A new directory tmp/<prefix>-<id> of the store (mode 0700), its name relative to the
+ * store into name. The caller holds the store's lock and locks it before letting go (a
+ * sweep removes what nobody holds). 0 or -errno. */
+static int tmp_dir(struct store *s, const char *prefix, char *name, size_t len,
+		   struct ts_error *err)
+{
+	for (int tries = 0;; tries++) {
+		char id[TS_ID_LEN + 1];
+		int r = ts_id_new(id, err);
+
+		if (r < 0)
+			return r;
+		snprintf(name, len, "tmp/%s-%s", prefix, id);
+		if (mkdirat(s->fd, name, 0700) == 0)
+			return 0;
+		if (errno != EEXIST || tries > 8)
+			return ts_err_errno(err, -errno, "create `%s/%s`", s->dir, name);
+	}
+}
+
 /* A pull's work directory, tmp/pull-<random>, made and flock'ed under the store's
  * lock (taken by import_begin): sweeps, which run under it, skip a locked entry
  * (entry_busy) until the pull ends or is killed. */
 static int work_dir(struct import *im, struct ts_error *err)
 {
-	for (int attempt = 0;; attempt++) {
-		char id[TS_ID_LEN + 1], p[96];
-		int r = ts_id_new(id, err);
+	char p[sizeof(im->work) + 4];
+	int r = tmp_dir(im->s, "pull", p, sizeof(p), err);
 
-		if (r < 0)
-			return r;
-		snprintf(im->work, sizeof(im->work), "pull-%s", id);
-		snprintf(p, sizeof(p), "tmp/%s", im->work);
-		if (mkdirat(im->s->fd, p, 0700) == 0) {
-			im->work_fd = openat(im->s->fd, p,
-					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (im->work_fd < 0 || flock(im->work_fd, LOCK_EX | LOCK_NB) < 0) {
-				int e = errno;
+	if (r < 0)
+		return r;
+	memcpy(im->work, p + strlen("tmp/"), sizeof(im->work));
+	im->work_fd = openat(im->s->fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (im->work_fd < 0 || flock(im->work_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
 
-				ts_rm_rf_at(im->s->fd, p);
-				im->work[0] = '\0';
-				return ts_err_errno(err, -e, "work directory `%s/%s`", im->s->dir,
-						    p);
-			}
-			return 0;
-		}
-		if (errno != EEXIST || attempt > 8) {
-			int e = errno;
-
-			im->work[0] = '\0';
-			return ts_err_errno(err, -e, "create `%s/%s`", im->s->dir, p);
-		}
+		ts_rm_rf_at(im->s->fd, p);
+		im->work[0] = '\0';
+		return ts_err_errno(err, -e, "work directory `%s/%s`", im->s->dir, p);
 	}
+	return 0;
 }
 
 /* A pull's end: what it unpacked and did not install removed, what it held let go. */
@@ -2193,19 +2192,8 @@ int ts_oci_workdir(const char *root, const char *prefix, char *path, size_t len,
 		store_close(&s);
 		return r;
 	}
-	for (int tries = 0;; tries++) {
-		char id[TS_ID_LEN + 1];
-
-		if ((r = ts_id_new(id, err)) < 0)
-			goto out;
-		snprintf(name, sizeof(name), "tmp/%s-%s", prefix, id);
-		if (mkdirat(s.fd, name, 0700) == 0)
-			break;
-		if (errno != EEXIST || tries > 8) {
-			r = ts_err_errno(err, -errno, "create `%s/%s`", s.dir, name);
-			goto out;
-		}
-	}
+	if ((r = tmp_dir(&s, prefix, name, sizeof(name), err)) < 0)
+		goto out;
 	/* a regular file, not the directory: the fd may be handed to the processes that work
 	 * there (so the lock lasts as long as they do), and a directory fd would be a way out
 	 * of a chroot made in it */

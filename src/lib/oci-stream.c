@@ -39,12 +39,23 @@ static void *download(void *data)
 	return NULL;
 }
 
+int ts_thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int r;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
 int ts_blob_stream_start(struct ts_registry *reg, const char *hex, uint64_t max,
 			 struct ts_blob_stream **ret, struct ts_error *err)
 {
 	struct ts_blob_stream *s = calloc(1, sizeof(*s));
 	int sv[2], buf = STREAM_SNDBUF, r;
-	sigset_t all, old;
 
 	if (!s)
 		return ts_err(err, -ENOMEM, "out of memory");
@@ -59,13 +70,9 @@ int ts_blob_stream_start(struct ts_registry *reg, const char *hex, uint64_t max,
 	s->rfd = sv[0];
 	s->wfd = sv[1];
 	(void)setsockopt(s->wfd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-	/* The thread takes no signal: the caller's handlers stay on the caller's threads, and
-	 * a write to a socket whose reader is gone fails with EPIPE instead of killing the
-	 * process with SIGPIPE (a thread-directed signal, discarded when the thread ends). */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	r = pthread_create(&s->thread, NULL, download, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* no SIGPIPE from a write whose reader is gone: EPIPE (a thread-directed signal,
+	 * discarded when the thread ends) */
+	r = ts_thread_start_quiet(&s->thread, download, s);
 	if (r) {
 		close(s->rfd);
 		close(s->wfd);

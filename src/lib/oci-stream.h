@@ -9,6 +9,7 @@
  * before it uses anything it unpacked. A socket rather than a pipe so that the reader can
  * peek at the first bytes (is it gzip?) without taking them.
  */
+#include <pthread.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -31,3 +32,8 @@ int ts_blob_stream_fd(const struct ts_blob_stream *s);
  */
 int ts_blob_stream_end(struct ts_blob_stream *s, char *got_hex, uint64_t *got,
 		       struct ts_error *err);
+
+/* pthread_create with every signal blocked in the new thread: the caller's handlers stay
+ * on the caller's threads, and a write to a socket whose reader is gone fails with EPIPE
+ * instead of raising SIGPIPE. pthread_create's result (0 or a positive errno). */
+int ts_thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg);
