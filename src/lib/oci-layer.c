@@ -24,6 +24,36 @@
 #define MAX_OPAQUE 4096
 #define MAX_DEPTH 128
 
+/*
+ * Write-behind: a layer's files go to the disk while the unpacking goes on, and their
+ * pages leave the page cache once there, to be used again for the next files. Without
+ * it an import dirties its whole unpacked size in fresh page-cache pages before the one
+ * syncfs (finish_layers), and fresh pages can be dear: on a VM whose balloon reports
+ * free pages to the host (virtio_balloon's free page reporting, as on the machine the
+ * bench ran on), the first touch of each faults through the host: writing 282 MB into
+ * fresh pages cost 1.1 s of system time there, into recycled ones 0.07 s
+ * (bench/RESULTS.md, "write-behind"). A file's write-out starts when it is complete
+ * (sync_file_range WRITE) and it joins the current batch; when a batch holds WB_FILES
+ * files or WB_BYTES bytes, the batch before it, whose writes had that long to finish,
+ * is waited for, dropped from the cache (POSIX_FADV_DONTNEED) and closed. A large file
+ * does the same by WB_BYTES ranges as it is written. What this does is only advice:
+ * its failures lose nothing, because the syncfs before a layer goes into place reports
+ * any write error of the file system (finish_layers).
+ */
+#define WB_FILES 64
+#define WB_BYTES (32ULL << 20)
+
+struct wb_batch {
+	int fd[WB_FILES];
+	size_t n;
+	uint64_t bytes;
+};
+
+struct writeback {
+	struct wb_batch gen[2];
+	unsigned cur; /* the batch files join; the other one is older */
+};
+
 struct unpack {
 	const struct ts_layer_opts *o;
 	struct ts_layer_stats *st;
@@ -38,7 +68,50 @@ struct unpack {
 	 * another directory walks afresh. */
 	int pfd;
 	char pfd_path[PATH_MAX];
+	struct writeback wb;
 };
+
+/* Wait for the range's write-out (started earlier or not) and drop its pages. */
+static void wb_settle(int fd, uint64_t off, uint64_t len)
+{
+	(void)sync_file_range(fd, (off_t)off, (off_t)len,
+			      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+				      SYNC_FILE_RANGE_WAIT_AFTER);
+	(void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+}
+
+/* The files of b: settled (wait) or only closed (a failed unpacking). */
+static void wb_drain(struct wb_batch *b, bool wait)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		if (wait)
+			wb_settle(b->fd[i], 0, 0);
+		close(b->fd[i]);
+	}
+	b->n = 0;
+	b->bytes = 0;
+}
+
+/* A complete file (fd is given to wb) whose last len bytes have not been settled. */
+static void wb_add(struct writeback *wb, int fd, uint64_t len)
+{
+	struct wb_batch *b = &wb->gen[wb->cur];
+
+	(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	b->fd[b->n++] = fd;
+	b->bytes += len;
+	if (b->n < WB_FILES && b->bytes < WB_BYTES)
+		return;
+	wb->cur ^= 1;
+	wb_drain(&wb->gen[wb->cur], true);
+}
+
+/* All of wb's files closed; with wait, the older batch settled first. */
+static void wb_end(struct writeback *wb, bool wait)
+{
+	wb_drain(&wb->gen[wb->cur ^ 1], wait);
+	wb_drain(&wb->gen[wb->cur], wait);
+}
 
 __attribute__((format(printf, 2, 3))) static void warn(struct unpack *u, const char *fmt, ...)
 {
@@ -181,11 +254,14 @@ static int whiteout(int pfd, const char *name)
 	return mknodat(pfd, name, S_IFCHR | 0600, makedev(0, 0)) < 0 ? -errno : 0;
 }
 
+/* The entry's data into out; *unsettled: its last bytes not yet settled by write-behind
+ * (all of it, unless it is larger than WB_BYTES). */
 static int write_data(struct unpack *u, const struct ts_libarchive *L, struct archive *a, int out,
-		      const char *name, uint64_t max_entry, struct ts_error *err)
+		      const char *name, uint64_t max_entry, uint64_t *unsettled,
+		      struct ts_error *err)
 {
 	char buf[65536];
-	uint64_t written = 0;
+	uint64_t written = 0, started = 0, settled = 0;
 	la_ssize_t n;
 
 	while ((n = L->read_data(a, buf, sizeof(buf))) > 0) {
@@ -199,7 +275,16 @@ static int write_data(struct unpack *u, const struct ts_libarchive *L, struct ar
 				      (unsigned long long)u->o->max_bytes);
 		if (ts_write_all(out, buf, (size_t)n) < 0)
 			return ts_err_errno(err, -errno, "write `%s`", name);
+		if (written - started >= WB_BYTES) {
+			(void)sync_file_range(out, (off_t)started, (off_t)(written - started),
+					      SYNC_FILE_RANGE_WRITE);
+			if (started > settled)
+				wb_settle(out, settled, started - settled);
+			settled = started;
+			started = written;
+		}
 	}
+	*unsettled = written - settled;
 	if (n < 0)
 		return ts_err(err, -EIO, "read `%s` in the layer: %s", name,
 			      L->error_string(a) ? L->error_string(a) : "damaged");
@@ -309,17 +394,19 @@ static int unpack_entry(struct unpack *u, const struct ts_libarchive *L, struct 
 		return 0;
 	case AE_IFREG: {
 		_cleanup_close_ int out = -EBADF;
+		uint64_t unsettled = 0;
 
 		if ((r = make_room(pfd, base, false)) < 0)
 			return ts_err_errno(err, r, "file `%s`", raw);
 		out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (out < 0)
 			return ts_err_errno(err, -errno, "create `%s`", raw);
-		r = write_data(u, L, a, out, raw, max_entry, err);
+		r = write_data(u, L, a, out, raw, max_entry, &unsettled, err);
 		if (r < 0)
 			return r;
 		if (fchmod(out, mode & 01777) < 0)
 			return ts_err_errno(err, -errno, "chmod `%s`", raw);
+		wb_add(&u->wb, TAKE_FD(out), unsettled);
 		return 0;
 	}
 	case AE_IFLNK: {
@@ -693,6 +780,7 @@ int ts_layer_unpack(int fd, int dirfd, const struct ts_layer_opts *o, struct ts_
 		if (r < 0)
 			break;
 	}
+	wb_end(&u.wb, r == 0);
 	if (r == 0 && lim.diff_id && feed_drain(&feed) < 0)
 		r = -EIO;
 	feed_stop(&feed);

@@ -1061,7 +1061,10 @@ static int pick_manifest(struct import *im, json_t *idx, const char *ref, int de
  * (what the per-layer syncfs did: the files of a layer reach the disk before its name
  * does), then each renamed and its diff_id recorded. Also on a failed import, so that
  * the layers checked before the failure are kept as a later pull's cache, as they were
- * when each went into place on its own.
+ * when each went into place on its own. A failed syncfs (a write error of the file
+ * system since the store was opened, or one of the write-behind of ts_layer_unpack,
+ * which only syncfs reports) installs none of them: a layer whose files may not be
+ * what was written is never used.
  */
 static int finish_layers(struct import *im, struct ts_error *err)
 {
@@ -1069,7 +1072,8 @@ static int finish_layers(struct import *im, struct ts_error *err)
 
 	if (!im->n_pending)
 		return 0;
-	syncfs(im->s->fd);
+	if (syncfs(im->s->fd) < 0)
+		r = ts_err_errno(err, -errno, "write the layers to the disk of `%s`", im->s->dir);
 	for (size_t i = 0; i < im->n_pending; i++) {
 		char final[128], tmp[160], diff[72];
 		int q;
