@@ -165,6 +165,30 @@ static int finish(const char *helper, const char *mode, pid_t pid, char *out, st
 	return ts_err(err, -r, "%s", msg[0] ? msg : "the helper failed without a message");
 }
 
+/* What the helper sent, to be quoted in a message on one line: s without its last
+ * newline, other newlines and control characters as `?` (it goes to a terminal, and the
+ * helper walked a tree the sandbox wrote), cut to what line holds. */
+static const char *one_line(const char *s, char *line, size_t size)
+{
+	size_t n = strnlen(s, size - 1);
+
+	if (n && s[n - 1] == '\n' && !s[n])
+		n--;
+	for (size_t i = 0; i < n; i++)
+		line[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	line[n] = '\0';
+	return line;
+}
+
+/* An answer of the helper that is not what it should say: -EIO. */
+static int said(const char *helper, const char *mode, const char *out, struct ts_error *err)
+{
+	char line[201];
+
+	return ts_err(err, -EIO, "`%s %s` said `%s`", helper, mode,
+		      one_line(out, line, sizeof(line)));
+}
+
 /* dst_fd < 0: --remove src_fd's contents */
 static int run_helper(const char *helper, const struct ts_idmap_plan *p, int src_fd, int dst_fd,
 		      struct ts_treecopy *c, struct ts_error *err)
@@ -184,7 +208,7 @@ static int run_helper(const char *helper, const struct ts_idmap_plan *p, int src
 	if ((r = finish(helper, "--copy-tree", pid, out, err)) < 0)
 		return r;
 	if (sscanf(out, "entries %llu bytes %llu", &entries, &bytes) != 2)
-		return ts_err(err, -EIO, "`%s --copy-tree` said `%.200s`", helper, out);
+		return said(helper, "--copy-tree", out, err);
 	c->entries = entries;
 	c->bytes = bytes;
 	return 0;
@@ -422,13 +446,15 @@ static int parse_paths(const struct scan_out *so, unsigned long long want, size_
 	for (size_t off = 0; off < so->len;) {
 		const char *p = so->buf + off;
 		size_t len = strlen(p);
+		char line[101];
 
 		if (v.n >= max)
 			return ts_err(err, -EPROTO, "the helper sent more than %zu paths", max);
 		if (v.n >= want)
 			return ts_err(err, -EPROTO, "the helper sent more paths than it counted");
 		if (!path_ok(p, len))
-			return ts_err(err, -EPROTO, "the helper sent a bad path `%.100s`", p);
+			return ts_err(err, -EPROTO, "the helper sent a bad path `%s`",
+				      one_line(p, line, sizeof(line)));
 		if (ts_strv_push(&v, p) < 0)
 			return ts_err(err, -ENOMEM, "out of memory");
 		off += len + 1;
@@ -491,7 +517,7 @@ int ts_idcopy_scan_protected(const char *helper, const struct ts_idmap_plan *pla
 	}
 	r = finish(helper, "--scan-protected", pid, so.msg, err);
 	if (r == 0 && sscanf(so.msg, "paths %llu", &want) != 1)
-		r = ts_err(err, -EIO, "`%s --scan-protected` said `%.200s`", helper, so.msg);
+		r = said(helper, "--scan-protected", so.msg, err);
 	if (r == 0)
 		r = parse_paths(&so, want, max_entries, ret, &n, err);
 	free(so.buf);

@@ -5,7 +5,8 @@
  * A fake helper (a shell script) sends good and bad answers: relative paths are taken
  * and sorted; an absolute one, `..`, `.`, an empty component, a trailing `/`, an empty or
  * overlong path, a count that does not match, a missing NUL are refused (EPROTO); the
- * helper's own error comes back as its errno and message.
+ * helper's own error comes back as its errno and message; an answer it should not give
+ * is quoted on one line, its control characters as `?`.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,9 +99,21 @@ int main(void)
 	ok(r == -EACCES && !strcmp(err.msg, "scan protected paths: open `x`: Permission denied"),
 	   "the helper's error is its errno and message (%d: %s)", r, err.msg);
 	r = scan("echo ok", &v, &n, &err);
-	ok(r == -EIO, "an answer that is not `paths N` is refused (%d: %s)", r, err.msg);
+	ok(r == -EIO && strstr(err.msg, "said `ok`"),
+	   "an answer that is not `paths N` is refused, quoted without its newline (%d: %s)", r,
+	   err.msg);
+	/* what a walk of the sandbox's tree could make the helper say goes to a terminal */
+	r = scan("printf 'a\\033[2Jb\\nc\\n'", &v, &n, &err);
+	ok(r == -EIO && strstr(err.msg, "said `a?[2Jb?c`") && !strchr(err.msg, '\n') &&
+		   !strchr(err.msg, '\033'),
+	   "an unexpected answer is quoted on one line, control characters as `?` (%d: %s)", r,
+	   err.msg);
 
 	refused("printf '/etc/shadow\\000' >&4; echo paths 1", "an absolute path");
+	r = scan("printf '../\\033[2J\\000' >&4; echo paths 1", &v, &n, &err);
+	ok(r == -EPROTO && strstr(err.msg, "bad path `../?[2J`"),
+	   "a bad path is quoted with its control characters as `?` (%d: %s)", r, err.msg);
+	ts_strv_free(v);
 	refused("printf '../x.env\\000' >&4; echo paths 1", "a `..` component at the start");
 	refused("printf 'a/../../x.env\\000' >&4; echo paths 1", "a `..` component inside");
 	refused("printf 'a/..\\000' >&4; echo paths 1", "a `..` component at the end");
