@@ -29,29 +29,28 @@
  * pages leave the page cache once there, to be used again for the next files. Without
  * it an import dirties its whole unpacked size in fresh page-cache pages before the one
  * syncfs (finish_layers), and fresh pages can be dear: on a VM whose balloon reports
- * free pages to the host (virtio_balloon's free page reporting, as on the machine the
+ * free pages to the host (virtio_balloon's free page reporting, as on the machines the
  * bench ran on), the first touch of each faults through the host: writing 282 MB into
- * fresh pages cost 1.1 s of system time there, into recycled ones 0.07 s
+ * fresh pages cost 0.5-1.2 s of system time there, into recycled ones 0.06-0.2 s
  * (bench/RESULTS.md, "write-behind"). A file's write-out starts when it is complete
- * (sync_file_range WRITE) and it joins the current batch; when a batch holds WB_FILES
- * files or WB_BYTES bytes, the batch before it, whose writes had that long to finish,
- * is waited for, dropped from the cache (POSIX_FADV_DONTNEED) and closed. A large file
- * does the same by WB_BYTES ranges as it is written. What this does is only advice:
- * its failures lose nothing, because the syncfs before a layer goes into place reports
- * any write error of the file system (finish_layers).
+ * (sync_file_range WRITE) and it joins a ring of the files written last; the oldest is
+ * waited for, dropped from the cache (POSIX_FADV_DONTNEED) and closed once the ring
+ * holds WB_FILES files or more than WB_INFLIGHT bytes, so it had the time of the files
+ * after it to reach the disk. A large file does the same by WB_BYTES ranges as it is
+ * written. The ring bounds the fds an unpacking holds (a pull unpacks two layers at
+ * once, and serve runs several pulls beside its connections under the usual soft limit
+ * of 1024). What this does is only advice: its failures lose nothing, because the
+ * syncfs before a layer goes into place reports any write error (finish_layers).
  */
-#define WB_FILES 64
+#define WB_FILES 16
 #define WB_BYTES (32ULL << 20)
-
-struct wb_batch {
-	int fd[WB_FILES];
-	size_t n;
-	uint64_t bytes;
-};
+#define WB_INFLIGHT (64ULL << 20)
 
 struct writeback {
-	struct wb_batch gen[2];
-	unsigned cur; /* the batch files join; the other one is older */
+	int fd[WB_FILES];
+	uint64_t len[WB_FILES]; /* bytes of each not settled yet */
+	unsigned head, n;	/* the oldest, how many */
+	uint64_t bytes;		/* the sum of len[] */
 };
 
 struct unpack {
@@ -80,37 +79,41 @@ static void wb_settle(int fd, uint64_t off, uint64_t len)
 	(void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
 }
 
-/* The files of b: settled (wait) or only closed (a failed unpacking). */
-static void wb_drain(struct wb_batch *b, bool wait)
+/* The oldest file of the ring settled (wait) or only closed (a failed unpacking). */
+static void wb_pop(struct writeback *wb, bool wait)
 {
-	for (size_t i = 0; i < b->n; i++) {
-		if (wait)
-			wb_settle(b->fd[i], 0, 0);
-		close(b->fd[i]);
-	}
-	b->n = 0;
-	b->bytes = 0;
+	unsigned i = wb->head;
+
+	if (wait)
+		wb_settle(wb->fd[i], 0, 0);
+	close(wb->fd[i]);
+	wb->bytes -= wb->len[i];
+	wb->head = (i + 1) % WB_FILES;
+	wb->n--;
 }
 
 /* A complete file (fd is given to wb) whose last len bytes have not been settled. */
 static void wb_add(struct writeback *wb, int fd, uint64_t len)
 {
-	struct wb_batch *b = &wb->gen[wb->cur];
+	unsigned i;
 
 	(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-	b->fd[b->n++] = fd;
-	b->bytes += len;
-	if (b->n < WB_FILES && b->bytes < WB_BYTES)
-		return;
-	wb->cur ^= 1;
-	wb_drain(&wb->gen[wb->cur], true);
+	if (wb->n == WB_FILES)
+		wb_pop(wb, true);
+	i = (wb->head + wb->n) % WB_FILES;
+	wb->fd[i] = fd;
+	wb->len[i] = len;
+	wb->n++;
+	wb->bytes += len;
+	while (wb->n > 1 && wb->bytes > WB_INFLIGHT)
+		wb_pop(wb, true);
 }
 
-/* All of wb's files closed; with wait, the older batch settled first. */
+/* All of wb's files closed, settled first with wait. */
 static void wb_end(struct writeback *wb, bool wait)
 {
-	wb_drain(&wb->gen[wb->cur ^ 1], wait);
-	wb_drain(&wb->gen[wb->cur], wait);
+	while (wb->n)
+		wb_pop(wb, wait);
 }
 
 __attribute__((format(printf, 2, 3))) static void warn(struct unpack *u, const char *fmt, ...)
