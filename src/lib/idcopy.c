@@ -166,17 +166,18 @@ static int finish(const char *helper, const char *mode, pid_t pid, char *out, st
 }
 
 /* What the helper sent, to be quoted in a message on one line: s without its last
- * newline, other newlines and control characters as `?` (it goes to a terminal, and the
- * helper walked a tree the sandbox wrote), cut to what line holds. */
+ * newline, cut to what line holds, sanitized (ts_sanitize_text: other newlines and
+ * control characters as `?`; it goes to a terminal, and the helper walked a tree the
+ * sandbox wrote). */
 static const char *one_line(const char *s, char *line, size_t size)
 {
 	size_t n = strnlen(s, size - 1);
 
 	if (n && s[n - 1] == '\n' && !s[n])
 		n--;
-	for (size_t i = 0; i < n; i++)
-		line[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	memcpy(line, s, n);
 	line[n] = '\0';
+	ts_sanitize_text(line);
 	return line;
 }
 
