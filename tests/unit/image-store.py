@@ -7,7 +7,7 @@ have the directory), hostile entries neutralised in the directory itself, no hal
 left, `image ls`/`rm`/`prune` on the store. Builds its images with tests/live/images.py's
 helpers; needs no root and no namespaces.
 
-usage: image-store.py SOURCE_DIR TOREN_SANDBOX_BINARY. TAP on stdout.
+usage: image-store.py SOURCE_DIR TOREN_SANDBOX_BINARY FAIL_SYNCFS_SO. TAP on stdout.
 """
 import gzip
 import hashlib
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-src, cli = sys.argv[1], sys.argv[2]
+src, cli, fail_syncfs = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
 sys.path.insert(0, os.path.join(src, "tests", "live"))
 work = tempfile.mkdtemp(prefix="ts-image-store-")
 os.environ["TOREN_SANDBOX_ROOT"] = f"{work}/root"
@@ -146,6 +146,71 @@ try:
           f"write-behind: the small files left the page cache ({res_small} of {300 * 65536} bytes resident)")
         ts("image", "rm", "wb")
         ts("image", "prune")
+
+    def layers_now():
+        return sorted(os.listdir(f"{work}/root/images/oci/layers/sha256"))
+
+    # A failed syncfs before the layers go into place (oci-store.c, finish_layers; a write
+    # error of the file system or of the write-behind shows only there): the import
+    # fails, naming the store, and installs none of its checked layers.
+    sf = im.Layout(f"{work}/syncfs")
+    sf.index([sf.image([[("a", "file", os.urandom(4096), 0o644)],
+                        [("b", "file", os.urandom(4096), 0o644)]])])
+    before = layers_now()
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    # the object is preloaded ahead of an ASan build's runtime, which would refuse that
+    r = subprocess.run([cli, "image", "import", f"oci:{work}/syncfs", "syncfs"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TOREN_SANDBOX_ROOT": f"{work}/root", "LD_PRELOAD": fail_syncfs,
+                            "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"})
+    t(r.returncode != 0 and f"write the layers to the disk of `{work}/root/images/oci`" in r.stderr
+      and "Input/output error" in r.stderr,
+      "a failed syncfs fails the import, naming the store and the error") \
+        or print("# " + r.stderr.replace("\n", "\n# "))
+    t(layers_now() == before and os.listdir(f"{work}/root/images/oci/tmp") == []
+      and "syncfs" not in ts("image", "ls").stdout,
+      "a failed syncfs installs no layer, leaves nothing in tmp/ and no name")
+    r = ts("image", "import", f"oci:{work}/syncfs", "syncfs")
+    t(r.returncode == 0 and len(layer_dirs("syncfs")) == 2,
+      "the same import then succeeds") or print("# " + r.stderr)
+    ts("image", "rm", "syncfs")
+    ts("image", "prune")
+
+    # A blob that fails its digest check fails the import, but the layers below it that
+    # were checked stay as a later import's (or pull's) cache: the second import below
+    # does not read the bottom layer's blob again (it is gone from the layout). The top
+    # blob differs only in its gzip header's MTIME, which no decompressor checks, so only
+    # the digest, known at the blob's end, can refuse it.
+    pf = im.Layout(f"{work}/partial")
+    bottom = [("bottom", "file", os.urandom(4096), 0o644)]
+    top = [("top", "file", os.urandom(1 << 20), 0o644)]
+    m = pf.image([bottom, top])
+    pf.index([m])
+    with open(f"{pf.path}/blobs/sha256/{m['digest'][7:]}") as f:
+        ldescs = json.load(f)["layers"]
+    top_blob = f"{pf.path}/blobs/sha256/{ldescs[1]['digest'][7:]}"
+    good_top = open(top_blob, "rb").read()
+    bad_top = bytearray(good_top)
+    bad_top[4] ^= 0xFF
+    open(top_blob, "wb").write(bytes(bad_top))
+    before = layers_now()
+    r = ts("image", "import", f"oci:{work}/partial", "partial")
+    kept = [k for k in layers_now() if k not in before]
+    t(r.returncode != 0 and "digest" in r.stderr and len(kept) == 1
+      and os.path.isfile(f"{work}/root/images/oci/layers/sha256/{kept[0]}/bottom")
+      and os.listdir(f"{work}/root/images/oci/tmp") == []
+      and "partial" not in ts("image", "ls").stdout,
+      "a layer failing its digest fails the import; the checked layer below it is kept, "
+      "nothing in tmp/, no name") or print(f"# kept {kept}: " + r.stderr.replace("\n", "\n# "))
+    open(top_blob, "wb").write(good_top)
+    os.unlink(f"{pf.path}/blobs/sha256/{ldescs[0]['digest'][7:]}")
+    r = ts("image", "import", f"oci:{work}/partial", "partial")
+    dirs = layer_dirs("partial")
+    t(r.returncode == 0 and len(dirs) == 2 and os.path.isfile(f"{dirs[0]}/bottom")
+      and open(f"{dirs[1]}/top", "rb").read() == top[0][2],
+      "the import again uses the kept layer: its blob is not read") or print("# " + r.stderr)
+    ts("image", "rm", "partial")
+    ts("image", "prune")
 
     bomb = im.Layout(f"{work}/bomb")
     bomb.index([bomb.image([[(f"f{i}", "file", b"\0" * (1 << 20), 0o644) for i in range(6)]])])
