@@ -1936,6 +1936,7 @@ out:
 	/* a failed import keeps the layers it checked (no-op after record) */
 	finish_layers(&im, NULL);
 	json_decref(im.layers);
+	pthread_mutex_destroy(&im.cb_mu);
 	store_close(&s);
 	return r;
 }
@@ -2100,6 +2101,7 @@ out:
 		finish_layers(&im, NULL);
 	pull_end(&im);
 	json_decref(im.layers);
+	pthread_mutex_destroy(&im.cb_mu);
 	store_close(&s);
 	return r;
 }
@@ -2177,6 +2179,7 @@ out:
 	/* a failed import keeps the layers it checked (no-op after record) */
 	finish_layers(&im, NULL);
 	json_decref(im.layers);
+	pthread_mutex_destroy(&im.cb_mu);
 	store_close(&s);
 	return r;
 }
