@@ -234,6 +234,9 @@ static int parent_dir(struct unpack *u, const char *parent)
 
 /* Make room for a new entry called name in pfd: remove what is there, unless both are
  * directories (then 1: keep it). */
+/* Where a hard link is made before it takes its name (see unpack_entry). */
+#define LINK_TMP ".wh..toren-hardlink"
+
 static int make_room(int pfd, const char *name, bool want_dir)
 {
 	struct stat st;
@@ -380,8 +383,17 @@ static int unpack_entry(struct unpack *u, const struct ts_libarchive *L, struct 
 			     L->entry_hardlink(e));
 			return 0;
 		}
-		if ((r = make_room(pfd, base, false)) < 0 || linkat(tfd, tbase, pfd, base, 0) < 0)
-			return ts_err_errno(err, r < 0 ? r : -errno, "hard link `%s`", raw);
+		/* Through a temporary name, so that the target outlives make_room: a link to
+		 * itself (GNU tar archives a name given twice so) or to a file below the
+		 * directory it replaces. No entry of a layer ends up under this name: a `.wh.`
+		 * name becomes a whiteout of the rest. */
+		if (linkat(tfd, tbase, pfd, LINK_TMP, 0) < 0)
+			return ts_err_errno(err, -errno, "hard link `%s`", raw);
+		if ((r = make_room(pfd, base, false)) < 0 ||
+		    (r = renameat(pfd, LINK_TMP, pfd, base) < 0 ? -errno : 0) < 0) {
+			unlinkat(pfd, LINK_TMP, 0);
+			return ts_err_errno(err, r, "hard link `%s`", raw);
+		}
 		return 0;
 	}
 	switch (type) {

@@ -26,7 +26,8 @@
 #include "syscall.h"
 #include "util.h"
 
-#define MAX_JSON (4u << 20) /* an index, a manifest or a config */
+#define MAX_JSON (4u << 20)    /* an index, a manifest or a config */
+#define MAX_BLOB (64ULL << 30) /* a layer blob, whatever its descriptor says */
 
 #if defined(__x86_64__)
 #define OCI_ARCH "amd64"
@@ -293,8 +294,9 @@ again:;
 		char *slash = strchr(q, '/');
 		if (slash)
 			*slash = '\0';
-		int nfd = openat(
-			fd, q, (slash ? O_PATH | O_DIRECTORY : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+		int nfd = openat(fd, q,
+				 (slash ? O_PATH | O_DIRECTORY : O_RDONLY | O_NONBLOCK) |
+					 O_NOFOLLOW | O_CLOEXEC);
 		int e = errno;
 		close(fd);
 		if (nfd < 0)
@@ -306,18 +308,30 @@ again:;
 	}
 }
 
-/* Open path below src->dirfd, never leaving it (no absolute path, no `..` above it, no
- * symlink out: a docker archive may link a layer to another one, never elsewhere). */
+/* Open the regular file path below src->dirfd, never leaving it (no absolute path, no
+ * `..` above it, no symlink out: a docker archive may link a layer to another one, never
+ * elsewhere). Opened without blocking, so that a FIFO there cannot hold the import (and
+ * the store's lock) forever: anything but a regular file is -EMEDIUMTYPE. */
 static int open_beneath(const struct source *src, const char *path)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
+	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
 	/* a symlink as the last component is resolved beneath too */
 	int fd = ts_openat2(src->dirfd, path, &how);
+	struct stat st;
 
-	if (fd < 0 && errno == ENOSYS)
-		return open_beneath_walk(src->dirfd, path);
-	return fd < 0 ? -errno : fd;
+	/* EPERM too: a seccomp filter may answer so for a system call it does not know */
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+		fd = open_beneath_walk(src->dirfd, path);
+	else if (fd < 0)
+		fd = -errno;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EMEDIUMTYPE;
+	}
+	return fd;
 }
 
 /* Read the file path below src->dirfd (open_beneath), at most MAX_JSON bytes. */
@@ -331,6 +345,9 @@ static int read_beneath(const struct source *src, const char *path, char **ret,
 	if (fd == -EXDEV || fd == -ELOOP)
 		return ts_err(err, fd, "`%s` in `%s` leads out of it; refusing the image", path,
 			      src->shown);
+	if (fd == -EMEDIUMTYPE)
+		return ts_err(err, fd, "`%s` in `%s` is not a regular file; refusing the image",
+			      path, src->shown);
 	if (fd < 0)
 		return ts_err_errno(err, fd, "`%s` in `%s`", path, src->shown);
 	buf = calloc(1, MAX_JSON + 1);
@@ -384,6 +401,10 @@ static int fetch_blob(struct store *s, const struct source *src, const char *pat
 	if (in == -EXDEV || in == -ELOOP)
 		return ts_err(err, in, "blob `%s` in `%s` leads out of it; refusing the image",
 			      path, src->shown);
+	if (in == -EMEDIUMTYPE)
+		return ts_err(err, in,
+			      "blob `%s` in `%s` is not a regular file; refusing the image", path,
+			      src->shown);
 	if (in < 0)
 		return ts_err_errno(err, in, "blob `%s` in `%s`", path, src->shown);
 	out = tmp_file(s, err);
@@ -793,13 +814,14 @@ static void drop_pending(struct import *im, const char *key)
 		}
 }
 
-/* Unpack the verified layer blob (fd) as layers/sha256/<key>, on top of the layers in
- * im->layers so far (for its opaque directories). With got (65 bytes): its diff_id, taken
+/* Unpack the verified layer blob (fd, digest sha256:hex, named so in errors) as
+ * layers/sha256/<key>, on top of the layers in im->layers so far (for its opaque
+ * directories). With got (65 bytes): its diff_id, taken
  * in the same pass, and the directory renamed into place only when that is want_diff
  * (hex), else removed and 1 (a mismatch; the caller says so). A layer unpacked already is
  * only hashed then. 0 or -errno as well. */
-static int unpack_layer(struct import *im, int fd, const char *key, const char *want_diff,
-			char *got, struct ts_error *err)
+static int unpack_layer(struct import *im, int fd, const char *hex, const char *key,
+			const char *want_diff, char *got, struct ts_error *err)
 {
 	char final[128], tmp[160];
 	int lower_fds[TS_OCI_MAX_LAYERS];
@@ -847,7 +869,7 @@ static int unpack_layer(struct import *im, int fd, const char *key, const char *
 	}
 	r = ts_layer_unpack(fd, dfd, &o, &st, err);
 	if (r < 0) {
-		ts_err_prefix(err, r, "layer sha256:%s", key);
+		ts_err_prefix(err, r, "layer sha256:%s", hex);
 		ts_rm_rf_at(im->s->fd, tmp);
 		goto out;
 	}
@@ -955,16 +977,24 @@ static int push_layer(struct import *im, const char *hex, const char *key, struc
 	return 0;
 }
 
-/* Add the layer blob (verified by fetch) with digest hex on top of im->layers. */
+/* Add the uncompressed layer blob with digest hex (its diff_id too) on top of im->layers.
+ * The digest is taken again while it is unpacked: a docker archive's blob was verified as
+ * it was copied into the store, but `image build`'s tar is read where it lies, once for
+ * its digest and once more here, and must not have changed in between. */
 static int add_layer(struct import *im, int blobfd, const char *hex, struct ts_error *err)
 {
-	char key[65];
+	char key[65], got[65];
 	int r = layer_key(im, hex, key, err);
 
 	if (r < 0)
 		return r;
-	r = unpack_layer(im, blobfd, key, NULL, NULL, err);
-	if (r < 0 || (r = note_diff_id(im, key, hex, err)) < 0) /* docker: digest = diff_id */
+	r = unpack_layer(im, blobfd, hex, key, hex, got, err);
+	if (r == 1)
+		return ts_err(err, -EBADMSG,
+			      "`%s`: layer sha256:%s unpacked as sha256:%s (it changed while it "
+			      "was read, or it is compressed); refusing the image",
+			      im->src.shown, hex, got);
+	if (r < 0 || (r = note_diff_id(im, key, hex, err)) < 0)
 		return r;
 	return push_layer(im, hex, key, err);
 }
@@ -1167,7 +1197,7 @@ static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff
 		im->blob_base = im->prog.bytes_done;
 		im->in_layer = true;
 		fd = fetch_desc(im->s, &im->src, false, lhex,
-				json_is_integer(size) ? json_integer_value(size) : -1, 64ULL << 30,
+				json_is_integer(size) ? json_integer_value(size) : -1, MAX_BLOB,
 				err);
 		im->in_layer = false;
 		if (fd < 0)
@@ -1178,7 +1208,7 @@ static int import_one_layer(struct import *im, size_t i, json_t *l, json_t *diff
 	tell(im, TS_OCI_PHASE_UNPACK);
 	/* the config's diff_id: the digest of the layer decompressed, taken while it is
 	 * unpacked into tmp/ (one decompression); renamed into place only when it matches */
-	r = unpack_layer(im, fd, key, want, got, err);
+	r = unpack_layer(im, fd, lhex, key, want, got, err);
 	if (r == 1)
 		return ts_err(err, -EBADMSG,
 			      "`%s`: layer sha256:%s decompresses to sha256:%s, its config's "
@@ -1274,8 +1304,7 @@ static void *slot_main(void *data)
 
 	/* a blob is as long as its descriptor says (at most 64 GiB): never more is taken in */
 	sl->dr = ts_blob_stream_start(sl->reg, sl->hex,
-				      (uint64_t)sl->size < (64ULL << 30) ? (uint64_t)sl->size
-									 : (64ULL << 30),
+				      (uint64_t)sl->size < MAX_BLOB ? (uint64_t)sl->size : MAX_BLOB,
 				      &bs, &sl->derr);
 	if (sl->dr < 0)
 		return NULL;
@@ -1357,7 +1386,7 @@ static int stream_finish(struct import *im, struct stream_slot *sl, json_t *diff
 	else if (sl->dr < 0)
 		r = (*err = sl->derr, sl->dr);
 	else if (sl->ur < 0)
-		r = (*err = sl->uerr, ts_err_prefix(err, sl->ur, "layer sha256:%s", sl->key));
+		r = (*err = sl->uerr, ts_err_prefix(err, sl->ur, "layer sha256:%s", sl->hex));
 	else if (!want || strcmp(sl->got_diff, want) != 0)
 		r = ts_err(err, -EBADMSG,
 			   "`%s`: layer sha256:%s decompresses to sha256:%s, its config's diff_id "
@@ -1387,7 +1416,7 @@ static int stream_finish(struct import *im, struct stream_slot *sl, json_t *diff
 		o.n_lowers = n_lowers;
 		r = ts_layer_opaque_apply(sl->dfd, &sl->opaque, &o, &st, err);
 		if (r < 0)
-			ts_err_prefix(err, r, "layer sha256:%s", sl->key);
+			ts_err_prefix(err, r, "layer sha256:%s", sl->hex);
 		for (i = 0; i < n_lowers; i++)
 			close(lower_fds[i]);
 	}
@@ -1653,22 +1682,32 @@ static int import_manifest(struct import *im, json_t *desc, const char *name, co
 			im->src.shown, json_array_size(ls));
 		goto out;
 	}
-	/* what is left to download: the layers not unpacked yet (keys from the digests) */
+	/* what is left to download: the layers not unpacked yet (keys from the digests).
+	 * No layer may claim more than MAX_BLOB, so that the sum (of at most
+	 * TS_OCI_MAX_LAYERS of them) cannot wrap past max_download. */
 	im->prog.layers = json_array_size(ls);
 	{
 		char key[65], below[65] = "";
 
 		json_array_foreach(ls, i, l) {
 			const char *h = digest_hex(json_string_value(json_object_get(l, "digest")));
+			json_int_t size = json_integer_value(json_object_get(l, "size"));
 
 			if (!h)
 				break;
+			if (size < 0 || (uint64_t)size > MAX_BLOB) {
+				r = ts_err(
+					err, -EFBIG,
+					"`%s`: layer %zu declares a size of %lld bytes, outside 0 to "
+					"%llu; refusing the image",
+					im->src.shown, i, (long long)size,
+					(unsigned long long)MAX_BLOB);
+				goto out;
+			}
 			chain_key(i ? below : NULL, h, key);
 			snprintf(below, sizeof(below), "%s", key);
-			if (!layer_present(im, key) &&
-			    json_integer_value(json_object_get(l, "size")) > 0)
-				im->prog.bytes_total +=
-					(uint64_t)json_integer_value(json_object_get(l, "size"));
+			if (!layer_present(im, key))
+				im->prog.bytes_total += (uint64_t)size;
 		}
 	}
 	if (im->max_download && im->prog.bytes_total > im->max_download) {
@@ -1820,7 +1859,7 @@ static int import_docker(struct import *im, const char *file, const char *name, 
 				goto out;
 			}
 			/* docker layers are uncompressed: their digest is the diff_id */
-			lfd = fetch_blob(im->s, &im->src, lp, want, -1, 64ULL << 30, err);
+			lfd = fetch_blob(im->s, &im->src, lp, want, -1, MAX_BLOB, err);
 			if (lfd < 0) {
 				json_decref(mlayers);
 				r = lfd;
@@ -2123,6 +2162,7 @@ int ts_oci_import_tar(const char *root, const char *tar, const char *name, const
 	int r;
 
 	s.fd = s.lock = -EBADF;
+	im.src.shown = tar;
 	fd = open(tar, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return ts_err_errno(err, -errno, "open `%s`", tar);

@@ -212,6 +212,78 @@ try:
     ts("image", "rm", "partial")
     ts("image", "prune")
 
+    # Hard links that replace what they link to: to the entry's own name (GNU tar's
+    # archive of a name given twice) and to a file below the directory they replace.
+    hl2 = im.Layout(f"{work}/hl2")
+    hl2.index([hl2.image([[("f", "file", b"self\n", 0o644), ("f", "hardlink", "f", 0o644),
+                           ("d", "dir", None, 0o755), ("d/g", "file", b"below\n", 0o644),
+                           ("d", "hardlink", "d/g", 0o644)]])])
+    r = ts("image", "import", f"oci:{work}/hl2", "hl2")
+    d = (layer_dirs("hl2") or [""])[0]
+    t(r.returncode == 0 and d and open(f"{d}/f", "rb").read() == b"self\n"
+      and os.path.isfile(f"{d}/d") and open(f"{d}/d", "rb").read() == b"below\n"
+      and not [e for e in os.listdir(d) if e.startswith(".wh.")],
+      "a hard link to its own name, or to a file below the directory it replaces, "
+      "keeps the file") or print("# " + r.stderr)
+    ts("image", "rm", "hl2")
+    ts("image", "prune")
+
+    # A layer's error names the layer's digest (not the store's key of a layer stack).
+    tr = im.Layout(f"{work}/trunc")
+    gz_ok, _ = im.tar_bytes([("a", "file", os.urandom(2048), 0o644)])
+    cut_raw = im.tar_bytes([("b", "file", os.urandom(65536), 0o644)], compress=False)[1][:30000]
+    cut = gzip.compress(cut_raw, mtime=0)
+    lds = []
+    for blob in (gz_ok, cut):
+        d = tr.blob(blob)
+        d["mediaType"] = "application/vnd.oci.image.layer.v1.tar+gzip"
+        lds.append(d)
+    diffs = ["sha256:" + hashlib.sha256(gzip.decompress(b)).hexdigest() for b in (gz_ok, cut)]
+    c = tr.blob(json.dumps({"architecture": im.ARCH, "os": "linux",
+                            "rootfs": {"type": "layers", "diff_ids": diffs}}))
+    m = tr.blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                            "config": c, "layers": lds}))
+    m["mediaType"] = "application/vnd.oci.image.manifest.v1+json"
+    tr.index([m])
+    r = ts("image", "import", f"oci:{work}/trunc", "trunc")
+    t(r.returncode != 0 and f"layer {lds[1]['digest']}:" in r.stderr,
+      "an error in the second layer names that layer's digest") \
+        or print("# " + r.stderr.replace("\n", "\n# "))
+    ts("image", "prune")
+
+    # A layer that claims more than any blob may have (64 GiB) is refused before anything
+    # is fetched: sizes that would wrap the sum past a pull's bound never add up.
+    for size in (2 ** 63 - 1, -5):
+        big = im.Layout(f"{work}/huge{size}")
+        m = big.image([[("x", "file", b"x", 0o644)]])
+        mpath = f"{big.path}/blobs/sha256/{m['digest'][7:]}"
+        man = json.load(open(mpath))
+        man["layers"][0]["size"] = size
+        os.unlink(mpath)
+        m2 = big.blob(json.dumps(man))
+        m2["mediaType"] = "application/vnd.oci.image.manifest.v1+json"
+        big.index([m2])
+        r = ts("image", "import", f"oci:{work}/huge{size}", "huge")
+        t(r.returncode != 0 and f"declares a size of {size} bytes" in r.stderr
+          and "huge" not in ts("image", "ls").stdout,
+          f"a layer declaring {size} bytes is refused") or print("# " + r.stderr)
+
+    # A FIFO where a blob should be: refused at once, never waited on (the store's lock
+    # is held meanwhile)
+    ff = im.Layout(f"{work}/fifo")
+    m = ff.image([[("x", "file", b"x", 0o644)]])
+    ff.index([m])
+    mpath = f"{ff.path}/blobs/sha256/{m['digest'][7:]}"
+    os.unlink(mpath)
+    os.mkfifo(mpath)
+    try:
+        r = subprocess.run([cli, "image", "import", f"oci:{work}/fifo", "fifo"], capture_output=True,
+                           text=True, timeout=20, env={**os.environ, "TOREN_SANDBOX_ROOT": f"{work}/root"})
+        t(r.returncode != 0 and "is not a regular file" in r.stderr,
+          "a FIFO in the layout is refused, not read") or print("# " + r.stderr)
+    except subprocess.TimeoutExpired:
+        t(False, "a FIFO in the layout is refused, not read (the import hung)")
+
     bomb = im.Layout(f"{work}/bomb")
     bomb.index([bomb.image([[(f"f{i}", "file", b"\0" * (1 << 20), 0o644) for i in range(6)]])])
     before = sorted(os.listdir(f"{work}/root/images/oci/layers/sha256"))
