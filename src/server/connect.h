@@ -65,6 +65,10 @@ long long ts_connect_timeout_ms(struct ts_req *req);
 json_t *ts_pj_get(json_t *obj, const char *camel, const char *snake);
 /* base64 (standard, padded) of bytes; decoding also accepts URL-safe and unpadded. */
 json_t *ts_pj_bytes(const void *p, size_t n);
+/* A JSON string of s (NULL for NULL), every byte that is not part of valid UTF-8 replaced
+ * by U+FFFD, as Go's encoding/json writes it: a file name or a path from the client or the
+ * sandbox may be any bytes, and jansson refuses a string that is not UTF-8. */
+json_t *ts_pj_text(const char *s);
 int ts_pj_bytes_decode(json_t *v, uint8_t **ret, size_t *n);
 /* int64 as Go emits it: a string. */
 json_t *ts_pj_int64(long long v);

@@ -47,9 +47,16 @@
  * keys are good is the tokens' business (tokens.c, with scopes); with none configured
  * serve listens on loopback only and any key is taken. 0, or -1 with the 401 sent.
  */
-static int control_auth(struct ts_srv *srv, struct ts_req *req)
+static const char *request_key(struct ts_req *req)
 {
 	const char *key = ts_req_header(req, "X-API-KEY");
+
+	return key && *key ? key : ts_tokens_bearer(ts_req_header(req, "Authorization"));
+}
+
+static int control_auth(struct ts_srv *srv, struct ts_req *req)
+{
+	const char *key = request_key(req);
 	/* reading needs sandboxes:read; everything else makes or changes sandboxes, which
 	 * is running code: sandboxes:run, never implied by another scope (tokens.h) */
 	const char *scope = strcmp(ts_req_method(req), "GET") ? TS_SCOPE_SANDBOXES_RUN
@@ -57,8 +64,6 @@ static int control_auth(struct ts_srv *srv, struct ts_req *req)
 	struct ts_error err = { 0 };
 	int r;
 
-	if (!key || !*key)
-		key = ts_tokens_bearer(ts_req_header(req, "Authorization"));
 	if (!key || !*key) {
 		ts_srv_reply_error(req, 401, "missing API key: send it as the `X-API-KEY` header");
 		return -1;
@@ -883,6 +888,15 @@ static void handle_info(void *ctx, struct ts_req *req)
 	paused = info.state != TS_SB_RUNNING || (e->has_meta && e->meta.paused);
 	j = sandbox_json(e, &info);
 	json_object_del(j, "trafficAccessToken");
+	/* the envd token runs code in the sandbox: only for a caller that may do so itself,
+	 * never for a sandboxes:read token */
+	{
+		struct ts_error ignore;
+
+		if (ts_tokens_check(srv->tokens, request_key(req), TS_SCOPE_SANDBOXES_RUN,
+				    &ignore) < 0)
+			json_object_del(j, "envdAccessToken");
+	}
 	json_object_set_new(j, "startedAt", time_json(info.created_ms));
 	json_object_set_new(j, "endAt", time_json(end_of(&info)));
 	json_object_set_new(j, "state", json_string(paused ? "paused" : "running"));

@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "cleanup.h"
+#include "connect.h"
 #include "envd-fs.h"
 #include "envd.h"
 #include "http.h"
@@ -451,7 +452,7 @@ static void files_get(void *ctx, struct ts_req *req)
 	    !user_ok(req, t.e->sb, ubuf, sizeof(ubuf), &user, NULL))
 		return;
 	if (ts_file_stat(t.e->sb, path, user, &e, &err) < 0 ||
-	    ts_envd_fs_follow(t.e->sb, user, &e) < 0) {
+	    ts_envd_fs_follow(t.e->sb, user, &e, NULL) < 0) {
 		if (ts_be_code(&err) == TS_BE_NOT_FOUND)
 			ts_srv_reply_error(req, 404, "path '%s' does not exist", given);
 		else
@@ -685,8 +686,9 @@ static int up_end(struct upload *u)
 		for (size_t i = 0; meta && i < u->n_meta; i++)
 			json_object_set_new(meta, u->meta[i].key, json_string(u->meta[i].value));
 	}
-	j = json_pack("{s:s, s:s, s:s, s:o*}", "path", u->cur_abs, "name",
-		      slash && slash[1] ? slash + 1 : u->cur_abs, "type", "file", "metadata", meta);
+	j = json_pack("{s:o, s:o, s:s, s:o*}", "path", ts_pj_text(u->cur_abs), "name",
+		      ts_pj_text(slash && slash[1] ? slash + 1 : u->cur_abs), "type", "file",
+		      "metadata", meta);
 	if (!j || json_array_append_new(u->results, j) < 0)
 		return up_fail(u, 500, "out of memory");
 	return 0;

@@ -23,7 +23,10 @@
 #include "server.h"
 #include "util.h"
 
-#define FS_LINK_HOPS 40	  /* symlinks followed to a target (the kernel's MAXSYMLINKS) */
+#define FS_LINK_HOPS 40 /* symlinks followed to a target (the kernel's MAXSYMLINKS) */
+/* hops one listing may take in all: a directory of links into a loop of links would keep
+ * serve's thread (every client's) for 40 questions per entry otherwise */
+#define FS_LIST_HOPS 2048
 #define FS_KEEPALIVE_S 90 /* envd's keepalive when Keepalive-Ping-Interval is absent */
 #define FS_KEEPALIVE_MAX_S 3600
 #define FS_DEPTH_MAX 16	      /* the local backend's deepest listing */
@@ -85,14 +88,15 @@ json_t *ts_envd_fs_entry_json(const struct ts_be_entry *e)
 	id_name(e->uid, owner, sizeof(owner));
 	id_name(e->gid, group, sizeof(group));
 	t = ts_pj_time((long long)e->mtime_ms);
-	j = json_pack("{s:s*, s:s, s:s*, s:o, s:i, s:s, s:s, s:s, s:o*}", "name", e->name, "type",
-		      file_type_name(e->type), "path", e->path, "size",
-		      ts_pj_int64((long long)e->size), "mode", (int)(e->mode & 07777),
-		      "permissions", perms, "owner", owner, "group", group, "modifiedTime", t);
+	j = json_pack("{s:o*, s:s, s:o*, s:o, s:i, s:s, s:s, s:s, s:o*}", "name",
+		      ts_pj_text(e->name), "type", file_type_name(e->type), "path",
+		      ts_pj_text(e->path), "size", ts_pj_int64((long long)e->size), "mode",
+		      (int)(e->mode & 07777), "permissions", perms, "owner", owner, "group", group,
+		      "modifiedTime", t);
 	if (!j)
 		return NULL;
 	if (e->symlink_target &&
-	    json_object_set_new(j, "symlinkTarget", json_string(e->symlink_target)) < 0)
+	    json_object_set_new(j, "symlinkTarget", ts_pj_text(e->symlink_target)) < 0)
 		goto fail;
 	for (size_t i = 0; e->metadata && e->metadata[i]; i++) {
 		const char *eq = strchr(e->metadata[i], '=');
@@ -158,7 +162,7 @@ static void clean_path(char *p)
 	*out = '\0';
 }
 
-int ts_envd_fs_follow(struct ts_sb *sb, const char *user, struct ts_be_entry *e)
+int ts_envd_fs_follow(struct ts_sb *sb, const char *user, struct ts_be_entry *e, unsigned *budget)
 {
 	char cur[PATH_MAX], next[2 * PATH_MAX + 2] = "";
 	_cleanup_free_ char *target = NULL;
@@ -181,6 +185,10 @@ int ts_envd_fs_follow(struct ts_sb *sb, const char *user, struct ts_be_entry *e)
 			snprintf(next, sizeof(next), "%.*s/%s", slash ? (int)(slash - cur) : 0, cur,
 				 target);
 		clean_path(next);
+		if (budget && !*budget)
+			break; /* as if dangling */
+		if (budget)
+			(*budget)--;
 		if (strlen(next) >= sizeof(cur) || ts_file_stat(sb, next, user, &t, &ignore) < 0)
 			break; /* dangling: the link itself, its target as far as it goes */
 		if (t.type != TS_BE_SYMLINK) {
@@ -345,7 +353,7 @@ static int stat_entry(struct ts_sb *sb, const char *path, const char *user, stru
 {
 	int r = ts_file_stat(sb, path, user, e, err);
 
-	if (r == 0 && (r = ts_envd_fs_follow(sb, user, e)) < 0) {
+	if (r == 0 && (r = ts_envd_fs_follow(sb, user, e, NULL)) < 0) {
 		ts_be_entry_clear(e);
 		return ts_err(err, r, "out of memory");
 	}
@@ -413,6 +421,7 @@ static void fs_list(void *ctx, struct ts_req *req)
 	struct ts_be_entry *v = NULL;
 	struct ts_error err = { 0 };
 	long long depth = 1;
+	unsigned hops = FS_LIST_HOPS;
 	size_t n = 0;
 	json_t *out, *entries;
 	json_t *d;
@@ -447,7 +456,7 @@ static void fs_list(void *ctx, struct ts_req *req)
 	for (size_t i = 0; i < n; i++) {
 		json_t *j;
 
-		if (ts_envd_fs_follow(c.sb, c.user, &v[i]) < 0 ||
+		if (ts_envd_fs_follow(c.sb, c.user, &v[i], &hops) < 0 ||
 		    !(j = ts_envd_fs_entry_json(&v[i])) || json_array_append_new(entries, j) < 0) {
 			json_decref(out);
 			ts_be_entries_free(v, n);

@@ -23,8 +23,11 @@ json_t *ts_envd_fs_entry_json(const struct ts_be_entry *e);
 
 /* Make a symlink entry describe what it points to, as envd does: its target's type and
  * attributes, symlink_target the resolved absolute path (a dangling or looping link stays
- * a symlink). Anything else is left as it is. 0, or -ENOMEM. */
-int ts_envd_fs_follow(struct ts_sb *sb, const char *user, struct ts_be_entry *e);
+ * a symlink). Anything else is left as it is. Each hop is a question to the sandbox, which
+ * serve's one thread waits for: budget (NULL: none but the 40 hops of one link) is what a
+ * whole listing may still ask, and a link met once it is spent stays a symlink. 0, or
+ * -ENOMEM. */
+int ts_envd_fs_follow(struct ts_sb *sb, const char *user, struct ts_be_entry *e, unsigned *budget);
 
 /* Free every polling watcher (serve's shutdown). */
 void ts_envd_fs_free(struct ts_srv *srv);

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "connect.h"
 #include "envd.h"
+#include "tokens.h"
 #include "util.h"
 
 /* Equal strings, in time that depends only on their lengths. */
@@ -41,7 +43,7 @@ static int refuse(struct ts_req *req, struct ts_envd_refusal *f, unsigned status
 static int reply_gone(struct ts_req *req, struct ts_envd_refusal *f, const char *id)
 {
 	return refuse(req, f, 502,
-		      json_pack("{s:s, s:s, s:i}", "sandboxId", id, "message",
+		      json_pack("{s:o, s:s, s:i}", "sandboxId", ts_pj_text(id), "message",
 				"The sandbox was not found", "code", 502));
 }
 
@@ -166,6 +168,17 @@ int ts_envd_target_deferred(struct ts_srv *srv, struct ts_req *req, enum ts_envd
 	if (ts_srv_sandbox(srv, id, &e, &err) < 0 || !ts_srv_serving(srv, e))
 		return reply_gone(req, f, id);
 	ret->e = e;
+	/* A sandbox serve has no record of (made through /v1, the CLI or the runs queue)
+	 * has no envd token. With tokens configured its envd would take anyone: it is closed
+	 * then (its own API is /v1, with scopes); open only in local development, where any
+	 * key is taken anyway. /health, which needs no token anywhere, still answers. */
+	if (!e->has_meta && auth != TS_ENVD_NO_TOKEN && !ts_tokens_empty(srv->tokens)) {
+		static const char no_token[] = "this sandbox was not created through the E2B "
+					       "API and has no envd access token: use /v1";
+
+		return auth == TS_ENVD_SIGNATURE ? reply_files_unauthorized(req, f, no_token)
+						 : reply_unauthorized(req, f, no_token);
+	}
 	ret->token = e->has_meta ? e->meta.envd_token : "";
 	if (!ret->token[0])
 		return 0;

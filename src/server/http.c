@@ -93,6 +93,8 @@ struct ts_stream {
 	uint8_t *buf;
 	size_t off, len, cap;
 	bool ended, aborted, suspended, closed;
+	bool hung_up;		/* the client closed its end while the stream was quiet */
+	struct ts_loop_fd *hup; /* watches for that while suspended */
 	void (*on_close)(void *userdata, bool client_gone);
 	void (*on_drain)(void *userdata);
 	void *userdata;
@@ -430,12 +432,41 @@ int ts_req_reply_json(struct ts_req *r, unsigned status, json_t *json)
 
 static void stream_wake(struct ts_stream *s)
 {
+	ts_loop_del_fd(s->hup);
+	s->hup = NULL;
 	/* in external polling MHD has no wake-up fd of its own: the idle hook runs it */
 	if (s->suspended) {
 		s->suspended = false;
 		s->req->l->M->resume_connection(s->req->conn);
 		s->req->l->resumed = true;
 	}
+}
+
+/*
+ * A suspended connection is polled by nobody: a client gone while its stream is quiet (a
+ * process that prints nothing, a watch that sees nothing) would be found only at the next
+ * write, a keepalive its client may have asked for a day later, and hold its connection
+ * slot and its process handle until then. So while suspended, its socket is watched for the
+ * client's end of the connection; a client that shuts down its sending half but still
+ * reads is taken for gone too (no HTTP client of ours does so).
+ */
+static void stream_hup(void *userdata, short revents)
+{
+	struct ts_stream *s = userdata;
+
+	s->hung_up = true;
+	ts_stream_abort(s);
+}
+
+static void stream_watch_hup(struct ts_stream *s)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	if (s->hup)
+		return;
+	ci = s->req->l->M->get_connection_info(s->req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci)
+		s->hup = ts_loop_add_fd(s->req->l->loop, ci->connect_fd, POLLRDHUP, stream_hup, s);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -451,6 +482,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		s->suspended = true;
 		s->req->l->M->suspend_connection(s->req->conn);
+		stream_watch_hup(s);
 		return 0;
 	}
 	if (n > max)
@@ -560,6 +592,8 @@ static void stream_close(struct ts_stream *s, bool client_gone)
 		l->streams = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
+	ts_loop_del_fd(s->hup);
+	s->hup = NULL;
 	if (!s->closed && s->on_close) {
 		s->closed = true;
 		s->on_close(s->userdata, client_gone);
@@ -696,7 +730,8 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r)
 		return;
 	if (r->stream) {
-		bool gone = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !r->stream->aborted;
+		bool gone = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK &&
+			    (!r->stream->aborted || r->stream->hung_up);
 
 		stream_close(r->stream, gone);
 		r->stream = NULL;

@@ -57,7 +57,8 @@ struct ts_loop {
 
 static uint32_t to_epoll(short events)
 {
-	return (events & POLLIN ? EPOLLIN : 0) | (events & POLLOUT ? EPOLLOUT : 0);
+	return (events & POLLIN ? EPOLLIN : 0) | (events & POLLOUT ? EPOLLOUT : 0) |
+	       (events & POLLRDHUP ? EPOLLRDHUP : 0);
 }
 
 static short from_epoll(uint32_t ev)

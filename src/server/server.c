@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "connect.h"
 #include "control.h"
 #include "paths.h"
 #include "pool.h"
@@ -212,8 +213,10 @@ int ts_srv_reply_error(struct ts_req *r, unsigned status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* the message may quote what the client sent, in any bytes */
 	return ts_req_reply_json(r, status,
-				 json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+				 json_pack("{s:i, s:o}", "code", (int)status, "message",
+					   ts_pj_text(msg)));
 }
 
 /* --- the process ------------------------------------------------------------------------- */

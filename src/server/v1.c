@@ -726,6 +726,8 @@ static void h_delete(void *ctx, struct ts_req *req)
 	struct ts_srv *srv = ctx;
 	struct ts_error err = { 0 };
 	const char *id = ts_req_param(req, 0);
+	struct ts_sb *sb = NULL;
+	char full[64];
 	int r;
 
 	if (!ts_v1_authorized(srv, req, TS_SCOPE_SANDBOXES_RUN))
@@ -734,6 +736,12 @@ static void h_delete(void *ctx, struct ts_req *req)
 	if (ts_pool_holds(srv->pool, id) || names_member(srv, id)) {
 		ts_v1_reply_error(req, "not_found", "sandbox `%.64s` not found", id);
 		return;
+	}
+	/* a prefix names its sandbox for the kill; the cache and E2B's record go by full id */
+	if (ts_sb_lookup(srv->be, id, &sb, &err) == 0) {
+		snprintf(full, sizeof(full), "%s", ts_sb_id(sb));
+		ts_sb_close(sb);
+		id = full;
 	}
 	/* the kill races the copy, which pauses the sandbox and resumes it after */
 	if (snapshot_of(srv, id)) {

@@ -338,6 +338,7 @@ def main():
             return
         addr = m.group(1).rstrip(",")
         run(addr, sid)
+        quiet_disconnects(addr, sid, serve.pid)
         r = subprocess.run([cli, "create", "--ttl", "0"], capture_output=True, text=True,
                            timeout=120)
         sid2 = r.stdout.strip().splitlines()[-1] if r.returncode == 0 else None
@@ -363,6 +364,37 @@ def main():
         for s in (sid, sid2):
             if s:
                 subprocess.run([cli, "rm", "-f", s], capture_output=True, timeout=120)
+
+
+def quiet_disconnects(addr, sid, serve_pid):
+    """Clients gone from streams that send nothing (a process that prints nothing, and a
+    keepalive asked for once a day): serve lets go of their connections and handles at
+    once, and the processes run on."""
+    def fds():
+        try:
+            return len(os.listdir(f"/proc/{serve_pid}/fd"))
+        except OSError:
+            return None
+
+    before = fds()
+    pids = []
+    for _ in range(20):
+        st = Stream(addr, sid, "Start", start_msg("/bin/sleep", ["60"], stdin=False),
+                    headers={"Keepalive-Ping-Interval": "86400"})
+        raw, flags, j = st.next()
+        pids.append(j["event"]["start"]["pid"])
+        st.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (fds() or 0) > (before or 0) + 2:
+        time.sleep(0.1)
+    after = fds()
+    t(before is not None and after is not None and after <= before + 2,
+      f"20 clients gone from quiet streams: serve holds no connection or handle of theirs "
+      f"(fds {before} before, {after} after)")
+    running = running_pids(addr, sid) or []
+    t(all(p in running for p in pids), "and their processes run on")
+    for p in pids:
+        unary(addr, sid, "SendSignal", {"process": {"pid": p}, "signal": "SIGNAL_SIGKILL"})
 
 
 def run(addr, sid):

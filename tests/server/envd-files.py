@@ -327,6 +327,20 @@ t(st == 200 and "/home/user/ld/a/b" in [x["path"] for x in j["entries"]] and
 st, j = E.rpc("ListDir", {"path": "/home/user/ldlink"})
 t(st == 200 and [x["path"] for x in j.get("entries", [])][:1] == ["/home/user/ld/a"],
   f"ListDir of a symlinked root lists its target ({st})")
+# a directory of links into a loop of links: every one costs 40 questions to the sandbox,
+# which serve's thread (every client's) would wait for; a listing asks 2048 at most, and a
+# link met after that stays a symlink (`zz`, the last, points to a file)
+sh(sb, "mkdir /home/user/lb && cd /home/user/lb && ln -s loop loop && printf x > f && "
+       "for i in $(seq -w 0 99); do ln -s loop a$i; done && ln -s f zz")
+st, j = E.rpc("ListDir", {"path": "/home/user/lb"})
+ents = {x["name"]: x for x in j.get("entries", [])}
+t(st == 200 and len(ents) == 103 and ents.get("a00", {}).get("type") == "FILE_TYPE_SYMLINK"
+  and ents.get("zz", {}).get("type") == "FILE_TYPE_SYMLINK" and ents.get("f", {}).get("type") == "FILE_TYPE_FILE",
+  f"ListDir: link following stops at the listing's budget ({st}, {len(ents)} entries, "
+  f"zz {ents.get('zz', {}).get('type')})")
+st, j = E.rpc("Stat", {"path": "/home/user/lb/zz"})
+t(st == 200 and j.get("entry", {}).get("type") == "FILE_TYPE_FILE",
+  "while Stat of that link still resolves it")
 st, j = E.rpc("ListDir", {"path": "/home/user/ld/f.txt"})
 t(st == 400 and j.get("code") == "invalid_argument", f"ListDir of a file: invalid_argument ({j})")
 st, j = E.rpc("ListDir", {"path": "/home/user/none"})

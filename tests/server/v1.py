@@ -103,9 +103,13 @@ with open(tokens_file, "w") as f:
 os.chmod(tokens_file, 0o600)
 
 
+envds = []  # where each serve started by start_serve has envd
+
+
 def start_serve(listen, tokens=True, wait=True, env=None):
     envd = f"127.0.0.1:{free_port()}"
     args = [cli, "serve", "--listen", listen, "--envd-listen", envd]
+    envds.append(envd)
     if tokens:
         args += ["--tokens-file", tokens_file]
     log = open(os.path.join(tmp, f"serve-{len(procs)}.log"), "w+")
@@ -512,6 +516,66 @@ st, _, _ = req("PUT", F + "?path=/tmp/v1/big", raw=b"\0" * ((64 << 20) + 1),
 t(st == 413, f"a file past 64 MiB: 413 ({st})")
 st, _, j = jreq("POST", C, body={"cmd": "test -e /tmp/v1/big && echo there || echo absent"})
 t(j.get("stdout") == "absent\n", "and nothing of it was written")
+
+# --- the envd token goes only to who may run code; envd of a sandbox without one ---------
+def envd_start(sandbox, token=None, cmd="/bin/true"):
+    """Process/Start on serve's envd: (status, body)"""
+    msg = json.dumps({"process": {"cmd": cmd, "args": []}, "stdin": False}).encode()
+    h = {"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
+         "E2b-Sandbox-Id": sandbox, "E2b-Sandbox-Port": "49983"}
+    if token:
+        h["X-Access-Token"] = token
+    host, port = envds[0].rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        c.request("POST", "/process.Process/Start", body=b"\0" + len(msg).to_bytes(4, "big") + msg,
+                  headers=h)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+st, _, e2 = ctl("POST", "/sandboxes", E2B_KEY, body={"templateID": "base", "timeout": 300})
+if t(st == 201 and e2.get("envdAccessToken"), f"an E2B sandbox with an envd token ({st})"):
+    eid = e2["sandboxID"]
+    st, _, j = ctl("GET", f"/sandboxes/{eid}", READER)
+    st2, _, j2 = ctl("GET", f"/sandboxes/{eid}", E2B_KEY)
+    t(st == 200 and "envdAccessToken" not in j and st2 == 200
+      and j2.get("envdAccessToken") == e2["envdAccessToken"],
+      f"GET /sandboxes/ID gives the envd token to sandboxes:run only, not to sandboxes:read ({st}, {st2})")
+    st, body = envd_start(eid)
+    st2, _ = envd_start(eid, token=e2["envdAccessToken"])
+    t(st == 401 and st2 == 200, f"its envd wants that token ({st} without, {st2} with)")
+    req("DELETE", f"/v1/sandboxes/{eid}")
+
+
+def envd_health(sandbox):
+    ehost, eport = envds[0].rsplit(":", 1)
+    c = http.client.HTTPConnection(ehost, int(eport), timeout=60)
+    try:
+        c.request("GET", "/health", headers={"E2b-Sandbox-Id": sandbox})
+        return c.getresponse().status
+    finally:
+        c.close()
+
+
+# a prefix deletes a sandbox whole: no cached entry or record of it is left behind
+st, _, e3 = ctl("POST", "/sandboxes", E2B_KEY, body={"templateID": "base", "timeout": 300})
+if t(st == 201, f"another E2B sandbox ({st})"):
+    h0 = envd_health(e3["sandboxID"])
+    st, _, _ = req("DELETE", f"/v1/sandboxes/{e3['sandboxID'][:6]}")
+    h1 = envd_health(e3["sandboxID"])  # before anything else has looked it up again
+    st2, _, _ = ctl("GET", f"/sandboxes/{e3['sandboxID']}", E2B_KEY)
+    t(h0 == 204 and st == 204 and st2 == 404 and h1 == 502,
+      f"DELETE /v1/sandboxes/PREFIX of an E2B sandbox: gone from both APIs "
+      f"(health {h0}, delete {st}, get {st2}, health {h1})")
+st, body = envd_start(sid)
+t(st == 401 and b"not created through the E2B API" in body,
+  f"with tokens configured, envd refuses a sandbox made through /v1 (it has no envd token) ({st} {body[:120]!r})")
+st, _, j = ctl("GET", "/nothere%ff", E2B_KEY)
+t(st == 404 and isinstance(j, dict) and j.get("code") == 404,
+  f"a path that is not UTF-8: a JSON 404, not a 500 ({st} {j})")
 
 # --- delete -------------------------------------------------------------------------------
 st, _, _ = req("DELETE", f"/v1/sandboxes/{sid}", token=READER)
