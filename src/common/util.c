@@ -479,12 +479,14 @@ void ts_signals_reset(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0; *cp gets its code point. */
-static size_t utf8_seq(const unsigned char *p, unsigned *cp)
+size_t ts_utf8_decode(const char *s, size_t len, uint32_t *cp)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	size_t n;
-	unsigned c;
+	uint32_t c;
 
+	if (len == 0)
+		return 0;
 	if (p[0] < 0x80) {
 		*cp = p[0];
 		return 1;
@@ -501,9 +503,11 @@ static size_t utf8_seq(const unsigned char *p, unsigned *cp)
 	} else {
 		return 0; /* a continuation byte, an overlong lead (C0, C1) or past U+10FFFF */
 	}
+	if (len < n)
+		return 0;
 	for (size_t i = 1; i < n; i++) {
 		if ((p[i] & 0xc0) != 0x80)
-			return 0; /* also stops at the terminating NUL */
+			return 0;
 		c = (c << 6) | (p[i] & 0x3f);
 	}
 	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
@@ -513,13 +517,20 @@ static size_t utf8_seq(const unsigned char *p, unsigned *cp)
 	return n;
 }
 
+size_t ts_utf8_seq(const char *s, size_t len)
+{
+	uint32_t cp;
+
+	return ts_utf8_decode(s, len, &cp);
+}
+
 /*
  * Code points that change how the text around them is shown without being seen
  * themselves: bidirectional embeddings, overrides and isolates (U+202A..U+202E,
  * U+2066..U+2069; a right-to-left override makes `txt.exe` show as `exe.txt`), direction
  * marks, zero-width characters, the line and paragraph separators, and the BOM.
  */
-static bool invisible(unsigned cp)
+static bool invisible(uint32_t cp)
 {
 	return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
 	       (cp >= 0x2060 && cp <= 0x2069) || cp == 0x061c || cp == 0xfeff;
@@ -527,11 +538,11 @@ static bool invisible(unsigned cp)
 
 void ts_sanitize_text(char *s)
 {
-	unsigned char *p = (unsigned char *)s;
+	char *p = s, *end = s + strlen(s);
 
-	while (*p) {
-		unsigned cp;
-		size_t n = utf8_seq(p, &cp);
+	while (p < end) {
+		uint32_t cp;
+		size_t n = ts_utf8_decode(p, (size_t)(end - p), &cp);
 
 		if (n == 0) {
 			*p++ = '?';

@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -70,6 +71,12 @@ int ts_stdio_fd_safe(int fd);
  * of a valid UTF-8 sequence becomes `?` (one per byte). Valid UTF-8 otherwise stays.
  */
 void ts_sanitize_text(char *s);
+
+/* The length of the valid UTF-8 sequence at s (len bytes left; 1 to 4), or 0 when it is not
+ * one: overlong forms, surrogates and code points past U+10FFFF are not (jansson refuses
+ * them too). ts_utf8_decode also gives its code point. */
+size_t ts_utf8_decode(const char *s, size_t len, uint32_t *cp);
+size_t ts_utf8_seq(const char *s, size_t len);
 
 /* The process's umask, read without changing it (/proc/self/status; 022 if unreadable). */
 mode_t ts_umask(void);

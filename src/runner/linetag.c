@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tools-internal.h"
+#include "util.h"
 
 static const char hex[] = "0123456789abcdef";
 
@@ -49,38 +50,6 @@ void ts_content_hash(const void *data, size_t len, char out[33])
 		out[2 * i + 1] = hex[d[i] & 0xf];
 	}
 	out[32] = '\0';
-}
-
-size_t ts_utf8_seq(const char *s, size_t len)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n;
-	uint32_t c;
-
-	if (len == 0)
-		return 0;
-	if (u[0] < 0x80)
-		return 1;
-	if (u[0] >= 0xc2 && u[0] <= 0xdf)
-		n = 2, c = u[0] & 0x1f;
-	else if (u[0] >= 0xe0 && u[0] <= 0xef)
-		n = 3, c = u[0] & 0x0f;
-	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
-		n = 4, c = u[0] & 0x07;
-	else
-		return 0;
-	if (len < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((u[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (u[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and code points past U+10FFFF are not UTF-8 */
-	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	return n;
 }
 
 bool ts_text_binary(const void *data, size_t len)

@@ -76,37 +76,6 @@ __attribute__((format(printf, 2, 3))) static void logf_(struct ts_mcp *m, const 
 
 /* --- text ------------------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 (overlongs, surrogates and code
- * points past U+10FFFF are invalid: jansson refuses them). */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	unsigned cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 /* A JSON string of text, every invalid UTF-8 byte (a tool's output may have any) shown as
  * U+FFFD; at most max bytes of text taken, cut at a character's boundary. */
 static json_t *text_json(const char *text, size_t max)
@@ -122,7 +91,7 @@ static json_t *text_json(const char *text, size_t max)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n;) {
-		size_t l = utf8_seq(s + i, n - i);
+		size_t l = ts_utf8_seq((const char *)s + i, n - i);
 
 		if (i + (l ? l : 1) > max)
 			break;

@@ -121,8 +121,6 @@ void ts_content_hash(const void *data, size_t len, char out[33]);
 /* "N:tag" (or "N:tag|text", as read_file shows it; "0:" names the start) into *line and
  * tag (lowercase; "" for "0:"). 0, or -EINVAL / -ERANGE. */
 int ts_linetag_parse(const char *ref, size_t *line, char tag[TS_TOOL_TAG_LEN + 1]);
-/* The length of the valid UTF-8 sequence at s (1 to 4), 0 when it is not one. */
-size_t ts_utf8_seq(const char *s, size_t len);
 /* Binary for the file tools: a NUL byte anywhere, or bytes that are not UTF-8 in the first
  * TS_TOOL_SNIFF bytes. */
 bool ts_text_binary(const void *data, size_t len);

@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "connect.h"
 #include "gowire.h"
+#include "util.h"
 
 /* Deeper than any envd request message; jansson's own parser limit is 2048. */
 #define CONNECT_JSON_DEPTH 32
@@ -528,36 +529,6 @@ json_t *ts_pj_bytes(const void *p, size_t n)
 	return v;
 }
 
-/* The length of the valid UTF-8 sequence at s (n bytes left), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	uint32_t c;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xC2 && s[0] <= 0xDF)
-		len = 2, c = s[0] & 0x1F;
-	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-		len = 3, c = s[0] & 0x0F;
-	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-		len = 4, c = s[0] & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3F);
-	}
-	/* no overlong form, no surrogate, nothing past U+10FFFF */
-	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) || c > 0x10FFFF ||
-	    (c >= 0xD800 && c <= 0xDFFF))
-		return 0;
-	return len;
-}
-
 json_t *ts_pj_text(const char *s)
 {
 	size_t n, i = 0, o = 0, k;
@@ -576,7 +547,7 @@ json_t *ts_pj_text(const char *s)
 	if (!buf)
 		return NULL;
 	while (i < n) {
-		k = utf8_seq((const unsigned char *)s + i, n - i);
+		k = ts_utf8_seq(s + i, n - i);
 		if (k) {
 			memcpy(buf + o, s + i, k);
 			o += k;

@@ -91,6 +91,21 @@ def free_port():
     return p
 
 
+def registry_blob(data, layout, manifest, i):
+    """Where the registry keeps layer i of manifest (pushed from layout) on disk."""
+    man = json.load(open(f"{layout}/blobs/sha256/{manifest['digest'][7:]}"))
+    lhex = man["layers"][i]["digest"][7:]
+    return f"{data}/docker/registry/v2/blobs/sha256/{lhex[:2]}/{lhex}/data"
+
+
+def flip_byte(path, offset):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)
+        f.seek(offset)
+        f.write(bytes([b[0] ^ 0xff]))
+
+
 def layer_dirs():
     d = f"{root}/images/oci/layers/sha256"
     return set(os.listdir(d)) if os.path.isdir(d) else set()
@@ -314,15 +329,9 @@ def run_tests(work, port, data):
     cm = lay.image([base + [("c", "file", b"corrupt me\n" * 100, 0o644)]])
     lay.index([images.named(cm, "c")])
     push(f"{work}/corrupt", "c", f"{host}/test/corrupt:1")
-    man = json.load(open(f"{work}/corrupt/blobs/sha256/{cm['digest'][7:]}"))
-    lhex = man["layers"][0]["digest"][7:]
-    blob = f"{data}/docker/registry/v2/blobs/sha256/{lhex[:2]}/{lhex}/data"
+    blob = registry_blob(data, f"{work}/corrupt", cm, 0)
     if t(os.path.exists(blob), "the registry's copy of the layer is on disk"):
-        with open(blob, "r+b") as f:
-            f.seek(40)
-            b = f.read(1)
-            f.seek(40)
-            f.write(bytes([b[0] ^ 0xff]))
+        flip_byte(blob, 40)
     before = layer_dirs()
     r, j = pull(f"{host}/test/corrupt:1")
     t(r.returncode != 0 and "does not match its digest" in r.stderr,
@@ -342,24 +351,16 @@ def run_tests(work, port, data):
                     [("top", "file", os.urandom(4 << 20), 0o644)]])
     lay.index([images.named(pm, "p")])
     push(f"{work}/partial", "p", f"{host}/test/partial:1")
-    man = json.load(open(f"{work}/partial/blobs/sha256/{pm['digest'][7:]}"))
-    lhex = man["layers"][1]["digest"][7:]
-    blob = f"{data}/docker/registry/v2/blobs/sha256/{lhex[:2]}/{lhex}/data"
+    blob = registry_blob(data, f"{work}/partial", pm, 1)
     if t(os.path.exists(blob), "the registry's copy of the top layer is on disk"):
-        with open(blob, "r+b") as f:
-            f.seek(4)
-            b = f.read(1)
-            f.seek(4)
-            f.write(bytes([b[0] ^ 0xff]))
+        flip_byte(blob, 4)
     before = layer_dirs()
     r, j = pull(f"{host}/test/partial:1")
     t(r.returncode != 0 and "does not match its digest" in r.stderr
       and len(layer_dirs()) == len(before) + 1,
       "a pull failing on its top layer keeps the checked layer below") or diag(r.stderr)
     if os.path.exists(blob):
-        with open(blob, "r+b") as f:
-            f.seek(4)
-            f.write(b)
+        flip_byte(blob, 4)  # back as it was
     r, j = pull(f"{host}/test/partial:1")
     t(r.returncode == 0 and j and j["layers"] == 2 and j["cached"] == 1,
       "the next pull takes that layer from the store, downloading only the other") \
