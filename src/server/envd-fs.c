@@ -32,6 +32,7 @@
 #define FS_DEPTH_MAX 16	      /* the local backend's deepest listing */
 #define FS_WATCHERS_PER_SB 16 /* polling watchers: each holds a worker in the sandbox */
 #define FS_WATCHERS_MAX 256
+#define FS_WATCH_STREAMS_PER_SB 16 /* WatchDir streams: each holds a worker there too */
 #define FS_WATCHER_EVENTS 1024 /* events a polling watcher keeps until they are fetched */
 #define FS_SWEEP_MS 5000       /* how soon a gone sandbox's watchers are freed */
 #define FS_USER_MAX 64
@@ -683,13 +684,18 @@ static void dw_stop(struct dir_watch *d)
 	d->keepalive = d->deadline = NULL;
 }
 
-static void dw_close(void *userdata, bool client_gone)
+/* The stream's end, or its set-up failing: d's count on its sandbox and d go. */
+static void dw_free(struct dir_watch *d)
 {
-	struct dir_watch *d = userdata;
-
 	dw_stop(d);
+	d->b.e->dir_watches--;
 	watch_base_free(&d->b);
 	free(d);
+}
+
+static void dw_close(void *userdata, bool client_gone)
+{
+	dw_free(userdata);
 }
 
 /* Send one message; the keepalive counts silence from here. */
@@ -787,6 +793,12 @@ static void fs_watch_dir(void *ctx, struct ts_req *req)
 
 	if (!call_begin(srv, req, true, &c))
 		goto out;
+	if (c.t.e->dir_watches >= FS_WATCH_STREAMS_PER_SB) {
+		call_error(&c, "resource_exhausted",
+			   "too many watchers: at most %d streaming ones per sandbox",
+			   FS_WATCH_STREAMS_PER_SB);
+		goto out;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		call_error(&c, "internal", "out of memory");
@@ -796,6 +808,7 @@ static void fs_watch_dir(void *ctx, struct ts_req *req)
 		free(d);
 		goto out;
 	}
+	d->b.e->dir_watches++;
 	ka = ts_req_header(req, "Keepalive-Ping-Interval");
 	d->keepalive_ms = (ka ? atoll(ka) : FS_KEEPALIVE_S) * 1000;
 	if (d->keepalive_ms <= 0 || d->keepalive_ms > FS_KEEPALIVE_MAX_S * 1000LL)
@@ -803,8 +816,7 @@ static void fs_watch_dir(void *ctx, struct ts_req *req)
 	timeout = ts_connect_timeout_ms(req);
 	d->s = ts_connect_stream(req, dw_close, d, &err);
 	if (!d->s) {
-		watch_base_free(&d->b);
-		free(d);
+		dw_free(d);
 		ts_connect_stream_error(req, "internal", "%s", err.msg);
 		goto out;
 	}

@@ -86,6 +86,7 @@ struct ts_srv_sb {
 	bool running;	  /* running and not paused (a stopped one is not served by envd) */
 	bool gone;	  /* forgotten (killed): freed when the last reference goes */
 	unsigned refs;	  /* the cache's own, plus one per stream holding e->sb */
+	unsigned dir_watches; /* WatchDir streams open on it (envd-fs.c) */
 	struct ts_srv_sb *next;
 };
 

@@ -598,6 +598,32 @@ t(seen.index(("new.txt", "EVENT_TYPE_CREATE")) + 1 == seen.index(("new.txt", "EV
   "an uploaded file: CREATE then WRITE of its name, as envd's in-place write")
 t(not [x for x in seen if ".toren-tmp-" in x[0] or re.search(r"(^|/)#\d+$", x[0])],
   "the atomic write's temporary files never show")
+
+# streaming watches are bounded per sandbox (each holds a worker in it), and one that ends
+# makes room for the next
+many = []
+for _ in range(16):
+    w = Stream(E, "WatchDir", {"path": "/home/user/w"})
+    many.append((w, w.next()))
+over = Stream(E, "WatchDir", {"path": "/home/user/w"})
+over_first = over.next()
+t(all(m == (0, {"start": {}}) for _, m in many) and over_first and over_first[0] & 2
+  and over_first[1].get("error", {}).get("code") == "resource_exhausted"
+  and "at most 16" in over_first[1]["error"].get("message", ""),
+  f"16 streaming watches in one sandbox, the 17th refused: resource_exhausted ({over_first})")
+over.close()
+many[0][0].close()
+again = None
+for _ in range(50):  # the closed one is noticed at once (its connection is watched)
+    time.sleep(0.1)
+    a = Stream(E, "WatchDir", {"path": "/home/user/w"})
+    again = a.next()
+    a.close()
+    if again == (0, {"start": {}}):
+        break
+t(again == (0, {"start": {}}), f"one closed, a new one starts ({again})")
+for w, _ in many[1:]:
+    w.close()
 t(("sub/in.txt", "EVENT_TYPE_CREATE") in seen, "WatchDir recursive: a new subdirectory is followed")
 creates = [x for x in events if x["type"] == "EVENT_TYPE_CREATE" and x["name"] == "sub"]
 removes = [x for x in events if x["type"] == "EVENT_TYPE_REMOVE"]
