@@ -33,8 +33,8 @@
 #define FS_WATCHERS_PER_SB 16 /* polling watchers: each holds a worker in the sandbox */
 #define FS_WATCHERS_MAX 256
 #define FS_WATCH_STREAMS_PER_SB 16 /* WatchDir streams: each holds a worker there too */
-#define FS_WATCHER_EVENTS 1024 /* events a polling watcher keeps until they are fetched */
-#define FS_SWEEP_MS 5000       /* how soon a gone sandbox's watchers are freed */
+#define FS_WATCHER_EVENTS 1024	   /* events a polling watcher keeps until they are fetched */
+#define FS_SWEEP_MS 5000	   /* how soon a gone sandbox's watchers are freed */
 #define FS_USER_MAX 64
 
 /* --- EntryInfo ------------------------------------------------------------------------ */

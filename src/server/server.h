@@ -81,11 +81,11 @@ struct ts_srv_sb {
 	char id[64];
 	struct ts_sb *sb;
 	struct ts_meta_sb meta;
-	bool has_meta;	  /* created through serve (an E2B record exists) */
-	long long end_at; /* realtime ms of its deadline, 0: none */
-	bool running;	  /* running and not paused (a stopped one is not served by envd) */
-	bool gone;	  /* forgotten (killed): freed when the last reference goes */
-	unsigned refs;	  /* the cache's own, plus one per stream holding e->sb */
+	bool has_meta;	      /* created through serve (an E2B record exists) */
+	long long end_at;     /* realtime ms of its deadline, 0: none */
+	bool running;	      /* running and not paused (a stopped one is not served by envd) */
+	bool gone;	      /* forgotten (killed): freed when the last reference goes */
+	unsigned refs;	      /* the cache's own, plus one per stream holding e->sb */
 	unsigned dir_watches; /* WatchDir streams open on it (envd-fs.c) */
 	struct ts_srv_sb *next;
 };
