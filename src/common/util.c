@@ -524,36 +524,6 @@ size_t ts_utf8_seq(const char *s, size_t len)
 	return ts_utf8_decode(s, len, &cp);
 }
 
-char *ts_utf8_repair(const char *s, size_t len, size_t max, size_t *ret_len)
-{
-	size_t take = len < max ? len : max, o = 0;
-	char *out;
-
-	if (take > (SIZE_MAX - 1) / 3)
-		return NULL;
-	out = malloc(take * 3 + 1);
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len;) {
-		size_t l = ts_utf8_seq(s + i, len - i);
-
-		if (i + (l ? l : 1) > max)
-			break;
-		if (l) {
-			memcpy(out + o, s + i, l);
-			o += l;
-			i += l;
-		} else {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	out[o] = '\0';
-	*ret_len = o;
-	return out;
-}
-
 /*
  * Code points that change how the text around them is shown without being seen
  * themselves: bidirectional embeddings, overrides and isolates (U+202A..U+202E,

@@ -77,10 +77,6 @@ void ts_sanitize_text(char *s);
  * them too). ts_utf8_decode also gives its code point. */
 size_t ts_utf8_decode(const char *s, size_t len, uint32_t *cp);
 size_t ts_utf8_seq(const char *s, size_t len);
-/* The first bytes of s (len of them, at most max, cut at a character's boundary) as valid
- * UTF-8: every byte that is not part of a sequence becomes U+FFFD, as Go's encoding/json
- * writes it. Allocated (NULL: no memory), its length in *ret_len. */
-char *ts_utf8_repair(const char *s, size_t len, size_t max, size_t *ret_len);
 
 /* The process's umask, read without changing it (/proc/self/status; 022 if unreadable). */
 mode_t ts_umask(void);

@@ -80,15 +80,32 @@ __attribute__((format(printf, 2, 3))) static void logf_(struct ts_mcp *m, const 
  * U+FFFD; at most max bytes of text taken, cut at a character's boundary. */
 static json_t *text_json(const char *text, size_t max)
 {
-	const char *s = text ? text : "";
-	size_t n = strlen(s), o;
+	const unsigned char *s = (const unsigned char *)(text ? text : "");
+	size_t n = strlen((const char *)s), o = 0;
 	_cleanup_free_ char *out = NULL;
 	json_t *j;
 
-	if (n <= max && (j = json_stringn(s, n)))
+	if (n <= max && (j = json_stringn((const char *)s, n)))
 		return j;
-	out = ts_utf8_repair(s, n, max, &o);
-	return out ? json_stringn(out, o) : NULL;
+	out = malloc((n < max ? n : max) * 3 + 1);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		size_t l = ts_utf8_seq((const char *)s + i, n - i);
+
+		if (i + (l ? l : 1) > max)
+			break;
+		if (l) {
+			memcpy(out + o, s + i, l);
+			o += l;
+			i += l;
+		} else {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	return json_stringn(out, o);
 }
 
 /* --- output ---------------------------------------------------------------------------- */

@@ -531,8 +531,8 @@ json_t *ts_pj_bytes(const void *p, size_t n)
 
 json_t *ts_pj_text(const char *s)
 {
-	_cleanup_free_ char *out = NULL;
-	size_t n;
+	size_t n, i = 0, o = 0, k;
+	char *buf;
 	json_t *v;
 
 	if (!s)
@@ -540,8 +540,28 @@ json_t *ts_pj_text(const char *s)
 	v = json_string(s);
 	if (v)
 		return v;
-	out = ts_utf8_repair(s, strlen(s), SIZE_MAX, &n);
-	return out ? json_stringn(out, n) : NULL;
+	n = strlen(s);
+	if (n > SIZE_MAX / 3)
+		return NULL;
+	buf = malloc(n * 3 + 1);
+	if (!buf)
+		return NULL;
+	while (i < n) {
+		k = ts_utf8_seq(s + i, n - i);
+		if (k) {
+			memcpy(buf + o, s + i, k);
+			o += k;
+			i += k;
+		} else {
+			memcpy(buf + o, "\xEF\xBF\xBD", 3);
+			o += 3;
+			i++;
+		}
+	}
+	buf[o] = '\0';
+	v = json_stringn(buf, o);
+	free(buf);
+	return v;
 }
 
 int ts_pj_bytes_decode(json_t *v, uint8_t **ret, size_t *n)
